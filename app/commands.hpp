@@ -1,0 +1,13 @@
+#pragma once
+// Each subcommand registers its options on the CLI11 app and returns the function that runs it.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace dptrain::app {
+
+using Command = std::function<int()>;
+
+Command add_info_command(CLI::App& app);
+
+}  // namespace dptrain::app

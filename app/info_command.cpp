@@ -1,0 +1,47 @@
+// dptrain info: what this binary was built with and which libraries it runs on, so a user can tell
+// from a job log exactly which oneDNN, MPI, HDF5 (and CUDA stack) produced a result.
+#include <hdf5.h>
+#include <mpi.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "dptrain/core/check_hdf5.hpp"
+#include "dptrain/core/check_mpi.hpp"
+
+#if DPTRAIN_HAVE_CUDA
+#include "dptrain/backend/cuda/device_query.hpp"
+#endif
+
+namespace dptrain::app {
+namespace {
+int run_info() {
+  std::cout << "dptrain " << DPTRAIN_VERSION << " (built by " << DPTRAIN_BUILT_BY << ")\n";
+  const dnnl_version_t* dnnl = dnnl_version();
+  std::cout << "oneDNN   " << dnnl->major << "." << dnnl->minor << "." << dnnl->patch << " (CPU runtime "
+            << (dnnl->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") << ")\n";
+  unsigned h5_major = 0, h5_minor = 0, h5_release = 0;
+  H5_CHECK(H5get_libversion(&h5_major, &h5_minor, &h5_release));
+  std::cout << "HDF5     " << h5_major << "." << h5_minor << "." << h5_release << "\n";
+  char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_CHECK(MPI_Get_library_version(mpi_version, &length));
+  std::string mpi(mpi_version, static_cast<std::size_t>(length));
+  if (auto cut = mpi.find_first_of(",\n"); cut != std::string::npos) mpi.resize(cut);
+  std::cout << "MPI      " << mpi << "\n";
+#if DPTRAIN_HAVE_CUDA
+  std::cout << cuda::describe_cuda_stack();
+#else
+  std::cout << "CUDA     not built (CPU backend only)\n";
+#endif
+  return 0;
+}
+}  // namespace
+
+Command add_info_command(CLI::App& app) {
+  app.add_subcommand("info", "Print the versions of dptrain and the libraries it runs on, and the GPUs it sees");
+  return run_info;
+}
+
+}  // namespace dptrain::app

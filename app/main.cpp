@@ -1,0 +1,42 @@
+// dptrain: the command line. Subcommands live in their own files; this one dispatches and turns any
+// dptrain::Error into one clear line on stderr and a non-zero exit.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+#include <map>
+
+#include "commands.hpp"
+#include "dptrain/core/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dptrain " DPTRAIN_VERSION
+               ": data-parallel CNN training on GPU clusters (MPI + NCCL, cuDNN or oneDNN, HDF5 data and checkpoints)"};
+  app.set_version_flag("--version", "dptrain " DPTRAIN_VERSION);
+  app.require_subcommand(1);
+
+  std::map<CLI::App*, dptrain::app::Command> commands;
+  // Each add_*_command creates one subcommand; remember which function runs it.
+  auto add = [&](dptrain::app::Command (*add_command)(CLI::App&)) {
+    dptrain::app::Command run = add_command(app);
+    commands[app.get_subcommands({}).back()] = std::move(run);
+  };
+  add(dptrain::app::add_info_command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : commands) {
+      if (sub->parsed()) return run();
+    }
+  } catch (const dptrain::Error& e) {
+    std::cerr << "dptrain: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "dptrain: unexpected error: " << e.what() << "\n";
+    return 1;
+  }
+  return 1;
+}

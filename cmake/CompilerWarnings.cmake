@@ -1,0 +1,10 @@
+# Warnings and sanitizers for our own targets only (third-party headers are included as SYSTEM).
+add_library(dptrain_compile_options INTERFACE)
+target_compile_options(dptrain_compile_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wshadow -Wnon-virtual-dtor -Wpedantic>
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>)
+if(DPTRAIN_SANITIZE)
+  target_compile_options(dptrain_compile_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+  target_link_options(dptrain_compile_options INTERFACE -fsanitize=address,undefined)
+endif()

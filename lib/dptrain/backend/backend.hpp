@@ -1,0 +1,124 @@
+#pragma once
+// The ops a layer may call. A layer never knows its device: it asks the Backend for a plan once per
+// shape and runs the plan every step. cpu::OneDnnBackend and cuda::CudnnBackend are two tables of the
+// same ops; all shape logic and bookkeeping above this line is written once.
+//
+// Plans may keep state between a training forward and the backward that follows it (oneDNN and cuDNN
+// both want a workspace from max pooling and LRN), so run backward after the forward it belongs to.
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dptrain/backend/specs.hpp"
+#include "dptrain/core/tensor.hpp"
+
+namespace dptrain {
+
+class ConvolutionPlan {
+ public:
+  virtual ~ConvolutionPlan() = default;
+  virtual void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) = 0;
+  virtual void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) = 0;
+  // `dbias` is ignored (may be undefined) when the spec has no bias.
+  virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) = 0;
+};
+
+class PoolingPlan {
+ public:
+  virtual ~PoolingPlan() = default;
+  virtual void forward(const Tensor& x, Tensor& y, bool training) = 0;
+  virtual void backward(const Tensor& dy, Tensor& dx) = 0;
+};
+
+class BatchNormPlan {
+ public:
+  virtual ~BatchNormPlan() = default;
+  // Normalizes with the batch's statistics and returns them (mean and biased variance, per channel).
+  virtual void forward_training(const Tensor& x, const Tensor& scale, const Tensor& shift, Tensor& y,
+                                Tensor& batch_mean, Tensor& batch_variance) = 0;
+  virtual void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& mean,
+                                 const Tensor& variance, Tensor& y) = 0;
+  virtual void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& batch_mean,
+                        const Tensor& batch_variance, Tensor& dx, Tensor& dscale, Tensor& dshift) = 0;
+};
+
+class ReluPlan {
+ public:
+  virtual ~ReluPlan() = default;
+  virtual void forward(const Tensor& x, Tensor& y) = 0;  // may run in place (x and y the same memory)
+  virtual void backward(const Tensor& y, const Tensor& dy, Tensor& dx) = 0;  // from the output
+};
+
+class LrnPlan {
+ public:
+  virtual ~LrnPlan() = default;
+  virtual void forward(const Tensor& x, Tensor& y, bool training) = 0;
+  virtual void backward(const Tensor& x, const Tensor& dy, Tensor& dx) = 0;
+};
+
+class ConcatPlan {  // along channels (axis 1)
+ public:
+  virtual ~ConcatPlan() = default;
+  virtual void forward(std::span<const Tensor* const> inputs, Tensor& y) = 0;
+  virtual void backward(const Tensor& dy, std::span<Tensor* const> dinputs) = 0;
+};
+
+class LinearPlan {
+ public:
+  virtual ~LinearPlan() = default;
+  virtual void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) = 0;
+  virtual void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) = 0;
+  virtual void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) = 0;
+};
+
+class SoftmaxCrossEntropyPlan {
+ public:
+  virtual ~SoftmaxCrossEntropyPlan() = default;
+  // `loss` is a one-element tensor: the mean over the batch. `probabilities` has the logits' shape.
+  virtual void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss) = 0;
+  // d(loss_weight * loss)/d(logits).
+  virtual void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight,
+                        Tensor& dlogits) = 0;
+};
+
+class DropoutPlan {
+ public:
+  virtual ~DropoutPlan() = default;
+  virtual void forward(const Tensor& x, Tensor& y, const RandomPosition& position) = 0;
+  virtual void backward(const Tensor& dy, Tensor& dx) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual Device device() const = 0;
+
+  virtual std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec&) = 0;
+  virtual std::unique_ptr<PoolingPlan> make_pooling(const PoolingSpec&) = 0;
+  virtual std::unique_ptr<BatchNormPlan> make_batch_norm(const BatchNormSpec&) = 0;
+  virtual std::unique_ptr<ReluPlan> make_relu(const Shape&) = 0;
+  virtual std::unique_ptr<LrnPlan> make_lrn(const LrnSpec&) = 0;
+  virtual std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> inputs) = 0;
+  virtual std::unique_ptr<LinearPlan> make_linear(const LinearSpec&) = 0;
+  virtual std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec&) = 0;
+  virtual std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec&) = 0;
+
+  // Memory on this backend's device.
+  virtual Tensor allocate(Shape shape, DType dtype = DType::f32) = 0;
+  virtual Tensor to_host(const Tensor& t) = 0;          // a host copy
+  virtual void copy_from_host(const Tensor& host, Tensor& t) = 0;
+
+  // Element-wise ops on tensors of this device (same element count).
+  virtual void fill(Tensor& t, float value) = 0;
+  virtual void copy(const Tensor& src, Tensor& dst) = 0;
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;                 // y = a + b
+  virtual void axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;       // y = alpha x + beta y
+  // One SGD step on one parameter (fp32): g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
+  virtual void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& hyper) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace dptrain

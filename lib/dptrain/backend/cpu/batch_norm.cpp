@@ -1,0 +1,96 @@
+// Batch normalization on oneDNN: per-channel statistics over N, H and W, with separate scale (gamma)
+// and shift (beta) tensors. Running averages are the layer's business, not the backend's.
+#include "dptrain/backend/cpu/plans.hpp"
+
+namespace dptrain::cpu {
+namespace {
+using flags = dnnl::normalization_flags;
+
+class OneDnnBatchNorm final : public BatchNormPlan {
+ public:
+  OneDnnBatchNorm(DnnlContextPtr ctx, const BatchNormSpec& spec)
+      : ctx_(std::move(ctx)), spec_(spec), channel_(Shape{spec.input.rank() >= 2 ? spec.input[1] : 0}) {
+    DPTRAIN_CHECK(spec.input.rank() == 4, "batch_norm: input must be 4-D [N,C,H,W] but has shape ",
+                  spec.input.to_string());
+    DPTRAIN_CHECK(spec.input[0] * spec.input[2] * spec.input[3] > 1, "batch_norm: input of shape ",
+                  spec.input.to_string(), " has one value per channel; batch statistics need more");
+    x_desc_ = plain_desc(spec.input);
+    c_desc_ = plain_desc(channel_);
+    const auto scale_shift = flags::use_scale | flags::use_shift;
+    auto train = DNNL_CHECK(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
+                                                                    spec.epsilon, scale_shift));
+    train_pd_ = DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(train, ctx_->engine));
+    train_ = DNNL_CHECK(dnnl::batch_normalization_forward(train_pd_));
+    auto infer = DNNL_CHECK(dnnl::batch_normalization_forward::desc(
+        dnnl::prop_kind::forward_inference, x_desc_, spec.epsilon, scale_shift | flags::use_global_stats));
+    infer_ = DNNL_CHECK(
+        dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(infer, ctx_->engine)));
+    auto bwd = DNNL_CHECK(dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, x_desc_, x_desc_,
+                                                                   spec.epsilon, scale_shift));
+    bwd_ = DNNL_CHECK(dnnl::batch_normalization_backward(
+        dnnl::batch_normalization_backward::primitive_desc(bwd, ctx_->engine, train_pd_)));
+  }
+
+  void forward_training(const Tensor& x, const Tensor& scale, const Tensor& shift, Tensor& y, Tensor& batch_mean,
+                        Tensor& batch_variance) override {
+    check_data(x, "input");
+    check_data(y, "output");
+    run(*ctx_, train_,
+        {{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
+         {DNNL_ARG_DST, wrap(*ctx_, x_desc_, y)},
+         {DNNL_ARG_SCALE, channel(scale, "scale")},
+         {DNNL_ARG_SHIFT, channel(shift, "shift")},
+         {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
+         {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")}});
+  }
+
+  void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& mean,
+                         const Tensor& variance, Tensor& y) override {
+    check_data(x, "input");
+    check_data(y, "output");
+    run(*ctx_, infer_,
+        {{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
+         {DNNL_ARG_DST, wrap(*ctx_, x_desc_, y)},
+         {DNNL_ARG_SCALE, channel(scale, "scale")},
+         {DNNL_ARG_SHIFT, channel(shift, "shift")},
+         {DNNL_ARG_MEAN, channel(mean, "running mean")},
+         {DNNL_ARG_VARIANCE, channel(variance, "running variance")}});
+  }
+
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& batch_mean,
+                const Tensor& batch_variance, Tensor& dx, Tensor& dscale, Tensor& dshift) override {
+    check_data(x, "input");
+    check_data(dy, "output gradient");
+    check_data(dx, "input gradient");
+    run(*ctx_, bwd_,
+        {{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
+         {DNNL_ARG_DIFF_DST, wrap(*ctx_, x_desc_, dy)},
+         {DNNL_ARG_SCALE, channel(scale, "scale")},
+         {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
+         {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")},
+         {DNNL_ARG_DIFF_SRC, wrap(*ctx_, x_desc_, dx)},
+         {DNNL_ARG_DIFF_SCALE, channel(dscale, "scale gradient")},
+         {DNNL_ARG_DIFF_SHIFT, channel(dshift, "shift gradient")}});
+  }
+
+ private:
+  void check_data(const Tensor& t, const char* what) const { check_cpu_tensor(t, spec_.input, "batch_norm", what); }
+  dnnl::memory channel(const Tensor& t, const char* what) const {
+    check_cpu_tensor(t, channel_, "batch_norm", what);
+    return wrap(*ctx_, c_desc_, t);
+  }
+
+  DnnlContextPtr ctx_;
+  BatchNormSpec spec_;
+  Shape channel_;
+  dnnl::memory::desc x_desc_, c_desc_;
+  dnnl::batch_normalization_forward::primitive_desc train_pd_;
+  dnnl::primitive train_, infer_, bwd_;
+};
+}  // namespace
+
+std::unique_ptr<BatchNormPlan> make_batch_norm(DnnlContextPtr ctx, const BatchNormSpec& spec) {
+  return std::make_unique<OneDnnBatchNorm>(std::move(ctx), spec);
+}
+
+}  // namespace dptrain::cpu

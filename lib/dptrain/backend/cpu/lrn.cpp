@@ -1,0 +1,60 @@
+// Local response normalization across channels on oneDNN (AlexNet's and GoogLeNet's LRN). oneDNN
+// divides alpha by the window size, as Caffe does, so the hyper-parameters carry over unchanged.
+#include "dptrain/backend/cpu/plans.hpp"
+
+namespace dptrain::cpu {
+namespace {
+constexpr auto kAcross = dnnl::algorithm::lrn_across_channels;
+
+class OneDnnLrn final : public LrnPlan {
+ public:
+  OneDnnLrn(DnnlContextPtr ctx, const LrnSpec& spec) : ctx_(std::move(ctx)), spec_(spec) {
+    DPTRAIN_CHECK(spec.input.rank() == 4, "lrn: input must be 4-D [N,C,H,W] but has shape ", spec.input.to_string());
+    DPTRAIN_CHECK(spec.size > 0 && spec.size % 2 == 1, "lrn: the window size must be odd and positive, not ",
+                  spec.size);
+    desc_ = plain_desc(spec.input);
+    auto fwd = DNNL_CHECK(dnnl::lrn_forward::desc(dnnl::prop_kind::forward_training, kAcross, desc_, spec.size,
+                                                  spec.alpha, spec.beta, spec.k));
+    auto fwd_pd = DNNL_CHECK(dnnl::lrn_forward::primitive_desc(fwd, ctx_->engine));
+    fwd_ = DNNL_CHECK(dnnl::lrn_forward(fwd_pd));
+    auto bwd = DNNL_CHECK(dnnl::lrn_backward::desc(kAcross, desc_, desc_, spec.size, spec.alpha, spec.beta, spec.k));
+    bwd_ = DNNL_CHECK(dnnl::lrn_backward(dnnl::lrn_backward::primitive_desc(bwd, ctx_->engine, fwd_pd)));
+    if (fwd_pd.workspace_desc().get_size() != 0) {
+      workspace_ = DNNL_CHECK(dnnl::memory(fwd_pd.workspace_desc(), ctx_->engine));
+    }
+  }
+
+  void forward(const Tensor& x, Tensor& y, bool /*training*/) override {
+    check_cpu_tensor(x, spec_.input, "lrn", "input");
+    check_cpu_tensor(y, spec_.input, "lrn", "output");
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, desc_, x)},
+                                               {DNNL_ARG_DST, wrap(*ctx_, desc_, y)}};
+    if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    run(*ctx_, fwd_, args);
+  }
+
+  void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
+    check_cpu_tensor(x, spec_.input, "lrn", "input");
+    check_cpu_tensor(dy, spec_.input, "lrn", "output gradient");
+    check_cpu_tensor(dx, spec_.input, "lrn", "input gradient");
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, desc_, x)},
+                                               {DNNL_ARG_DIFF_DST, wrap(*ctx_, desc_, dy)},
+                                               {DNNL_ARG_DIFF_SRC, wrap(*ctx_, desc_, dx)}};
+    if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    run(*ctx_, bwd_, args);
+  }
+
+ private:
+  DnnlContextPtr ctx_;
+  LrnSpec spec_;
+  dnnl::memory::desc desc_;
+  dnnl::primitive fwd_, bwd_;
+  dnnl::memory workspace_;
+};
+}  // namespace
+
+std::unique_ptr<LrnPlan> make_lrn(DnnlContextPtr ctx, const LrnSpec& spec) {
+  return std::make_unique<OneDnnLrn>(std::move(ctx), spec);
+}
+
+}  // namespace dptrain::cpu

@@ -1,0 +1,86 @@
+// The CPU backend: oneDNN primitives for the compute-heavy ops, plain loops for the rest.
+#include <cstring>
+
+#include "dptrain/backend/cpu/plans.hpp"
+
+namespace dptrain::cpu {
+namespace {
+void check_same_size(const Tensor& a, const Tensor& b, const char* op) {
+  DPTRAIN_CHECK(a.numel() == b.numel(), op, ": tensors of shapes ", a.shape().to_string(), " and ",
+                b.shape().to_string(), " differ in size");
+  DPTRAIN_CHECK(a.device().is_cpu() && b.device().is_cpu(), op, ": the CPU backend needs host tensors");
+}
+
+class OneDnnBackend final : public Backend {
+ public:
+  std::string name() const override { return "cpu (oneDNN)"; }
+  Device device() const override { return Device::cpu(); }
+
+  std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec& s) override {
+    return cpu::make_convolution(ctx_, s);
+  }
+  std::unique_ptr<PoolingPlan> make_pooling(const PoolingSpec& s) override { return cpu::make_pooling(ctx_, s); }
+  std::unique_ptr<BatchNormPlan> make_batch_norm(const BatchNormSpec& s) override {
+    return cpu::make_batch_norm(ctx_, s);
+  }
+  std::unique_ptr<ReluPlan> make_relu(const Shape& s) override { return cpu::make_relu(ctx_, s); }
+  std::unique_ptr<LrnPlan> make_lrn(const LrnSpec& s) override { return cpu::make_lrn(ctx_, s); }
+  std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> s) override { return cpu::make_concat(s); }
+  std::unique_ptr<LinearPlan> make_linear(const LinearSpec& s) override { return cpu::make_linear(ctx_, s); }
+  std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& s) override {
+    return cpu::make_softmax_cross_entropy(s);
+  }
+  std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& s) override { return cpu::make_dropout(s); }
+
+  Tensor allocate(Shape shape, DType dtype) override { return Tensor::empty(std::move(shape), dtype); }
+  Tensor to_host(const Tensor& t) override {
+    Tensor copy_of = Tensor::empty(t.shape(), t.dtype());
+    if (t.bytes()) std::memcpy(copy_of.raw(), t.raw(), t.bytes());
+    return copy_of;
+  }
+  void copy_from_host(const Tensor& host, Tensor& t) override { copy(host, t); }
+
+  void fill(Tensor& t, float value) override {
+    float* p = t.data<float>();
+    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = value;
+  }
+  void copy(const Tensor& src, Tensor& dst) override {
+    check_same_size(src, dst, "copy");
+    DPTRAIN_CHECK(src.dtype() == dst.dtype(), "copy: element types differ");
+    if (src.raw() != dst.raw() && src.bytes()) std::memmove(dst.raw(), src.raw(), src.bytes());
+  }
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override {
+    check_same_size(a, b, "add");
+    check_same_size(a, y, "add");
+    const float *pa = a.data<float>(), *pb = b.data<float>();
+    float* py = y.data<float>();
+    for (std::int64_t i = 0; i < y.numel(); ++i) py[i] = pa[i] + pb[i];
+  }
+  void axpby(float alpha, const Tensor& x, float beta, Tensor& y) override {
+    check_same_size(x, y, "axpby");
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    for (std::int64_t i = 0; i < y.numel(); ++i) py[i] = alpha * px[i] + beta * py[i];
+  }
+  void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& h) override {
+    check_same_size(weight, grad, "sgd_update");
+    check_same_size(weight, velocity, "sgd_update");
+    float* w = weight.data<float>();
+    const float* g = grad.data<float>();
+    float* v = velocity.data<float>();
+    for (std::int64_t i = 0; i < weight.numel(); ++i) {
+      const float decayed = g[i] + h.weight_decay * w[i];
+      v[i] = h.momentum * v[i] + decayed;
+      w[i] -= h.learning_rate * (h.nesterov ? decayed + h.momentum * v[i] : v[i]);
+    }
+  }
+
+ private:
+  DnnlContextPtr ctx_ = std::make_shared<DnnlContext>();
+};
+}  // namespace
+}  // namespace dptrain::cpu
+
+namespace dptrain {
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<cpu::OneDnnBackend>(); }
+}  // namespace dptrain

@@ -1,0 +1,75 @@
+// Max and average pooling on oneDNN. Ceil rounding (Caffe's, which GoogLeNet's shapes assume) is
+// expressed as extra padding after the last row and column; max pooling ignores padded positions.
+#include "dptrain/backend/cpu/plans.hpp"
+
+namespace dptrain::cpu {
+namespace {
+dnnl::algorithm algorithm_of(PoolingKind kind) {
+  switch (kind) {
+    case PoolingKind::max: return dnnl::algorithm::pooling_max;
+    case PoolingKind::average_include_padding: return dnnl::algorithm::pooling_avg_include_padding;
+    case PoolingKind::average_exclude_padding: return dnnl::algorithm::pooling_avg_exclude_padding;
+  }
+  throw Error("unknown pooling kind");
+}
+
+class OneDnnPooling final : public PoolingPlan {
+ public:
+  OneDnnPooling(DnnlContextPtr ctx, const PoolingSpec& spec)
+      : ctx_(std::move(ctx)), spec_(spec), output_(pooling_output_shape(spec, "pooling")) {
+    const auto& w = spec.window;
+    std::int64_t extra_h = 0, extra_w = 0;
+    window_output_size(spec.input[2], w.kernel_h, w.stride_h, w.pad_h, spec.rounding, &extra_h);
+    window_output_size(spec.input[3], w.kernel_w, w.stride_w, w.pad_w, spec.rounding, &extra_w);
+    const dnnl::memory::dims strides{w.stride_h, w.stride_w}, kernel{w.kernel_h, w.kernel_w};
+    const dnnl::memory::dims pad_l{w.pad_h, w.pad_w}, pad_r{w.pad_h + extra_h, w.pad_w + extra_w};
+    x_desc_ = plain_desc(spec.input);
+    y_desc_ = plain_desc(output_);
+    const auto algorithm = algorithm_of(spec.kind);
+    auto fwd = DNNL_CHECK(dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algorithm, x_desc_, y_desc_,
+                                                      strides, kernel, pad_l, pad_r));
+    fwd_pd_ = DNNL_CHECK(dnnl::pooling_forward::primitive_desc(fwd, ctx_->engine));
+    fwd_ = DNNL_CHECK(dnnl::pooling_forward(fwd_pd_));
+    auto bwd = DNNL_CHECK(dnnl::pooling_backward::desc(algorithm, x_desc_, y_desc_, strides, kernel, pad_l, pad_r));
+    bwd_pd_ = DNNL_CHECK(dnnl::pooling_backward::primitive_desc(bwd, ctx_->engine, fwd_pd_));
+    bwd_ = DNNL_CHECK(dnnl::pooling_backward(bwd_pd_));
+    if (fwd_pd_.workspace_desc().get_size() != 0) {
+      workspace_ = DNNL_CHECK(dnnl::memory(fwd_pd_.workspace_desc(), ctx_->engine));
+    }
+  }
+
+  void forward(const Tensor& x, Tensor& y, bool /*training: the workspace is cheap, always kept*/) override {
+    check_cpu_tensor(x, spec_.input, "pooling", "input");
+    check_cpu_tensor(y, output_, "pooling", "output");
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
+                                               {DNNL_ARG_DST, wrap(*ctx_, y_desc_, y)}};
+    if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    run(*ctx_, fwd_, args);
+  }
+
+  void backward(const Tensor& dy, Tensor& dx) override {
+    check_cpu_tensor(dy, output_, "pooling", "output gradient");
+    check_cpu_tensor(dx, spec_.input, "pooling", "input gradient");
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, wrap(*ctx_, y_desc_, dy)},
+                                               {DNNL_ARG_DIFF_SRC, wrap(*ctx_, x_desc_, dx)}};
+    if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    run(*ctx_, bwd_, args);
+  }
+
+ private:
+  DnnlContextPtr ctx_;
+  PoolingSpec spec_;
+  Shape output_;
+  dnnl::memory::desc x_desc_, y_desc_;
+  dnnl::pooling_forward::primitive_desc fwd_pd_;
+  dnnl::pooling_backward::primitive_desc bwd_pd_;
+  dnnl::primitive fwd_, bwd_;
+  dnnl::memory workspace_;  // max pooling: where each maximum came from, for the backward pass
+};
+}  // namespace
+
+std::unique_ptr<PoolingPlan> make_pooling(DnnlContextPtr ctx, const PoolingSpec& spec) {
+  return std::make_unique<OneDnnPooling>(std::move(ctx), spec);
+}
+
+}  // namespace dptrain::cpu

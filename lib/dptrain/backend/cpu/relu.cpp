@@ -1,0 +1,46 @@
+// ReLU on oneDNN, with the backward pass computed from the output so that it may run in place.
+#include "dptrain/backend/cpu/plans.hpp"
+
+namespace dptrain::cpu {
+namespace {
+constexpr auto kRelu = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
+
+class OneDnnRelu final : public ReluPlan {
+ public:
+  OneDnnRelu(DnnlContextPtr ctx, const Shape& shape) : ctx_(std::move(ctx)), shape_(shape), desc_(plain_desc(shape)) {
+    auto fwd = DNNL_CHECK(dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, kRelu, desc_, 0.f, 0.f));
+    auto fwd_pd = DNNL_CHECK(dnnl::eltwise_forward::primitive_desc(fwd, ctx_->engine));
+    fwd_ = DNNL_CHECK(dnnl::eltwise_forward(fwd_pd));
+    auto bwd = DNNL_CHECK(dnnl::eltwise_backward::desc(kRelu, desc_, desc_, 0.f, 0.f));
+    bwd_ = DNNL_CHECK(dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bwd, ctx_->engine, fwd_pd)));
+  }
+
+  void forward(const Tensor& x, Tensor& y) override {
+    check_cpu_tensor(x, shape_, "relu", "input");
+    check_cpu_tensor(y, shape_, "relu", "output");
+    run(*ctx_, fwd_, {{DNNL_ARG_SRC, wrap(*ctx_, desc_, x)}, {DNNL_ARG_DST, wrap(*ctx_, desc_, y)}});
+  }
+
+  void backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
+    check_cpu_tensor(y, shape_, "relu", "output");
+    check_cpu_tensor(dy, shape_, "relu", "output gradient");
+    check_cpu_tensor(dx, shape_, "relu", "input gradient");
+    run(*ctx_, bwd_,
+        {{DNNL_ARG_DST, wrap(*ctx_, desc_, y)},
+         {DNNL_ARG_DIFF_DST, wrap(*ctx_, desc_, dy)},
+         {DNNL_ARG_DIFF_SRC, wrap(*ctx_, desc_, dx)}});
+  }
+
+ private:
+  DnnlContextPtr ctx_;
+  Shape shape_;
+  dnnl::memory::desc desc_;
+  dnnl::primitive fwd_, bwd_;
+};
+}  // namespace
+
+std::unique_ptr<ReluPlan> make_relu(DnnlContextPtr ctx, const Shape& shape) {
+  return std::make_unique<OneDnnRelu>(std::move(ctx), shape);
+}
+
+}  // namespace dptrain::cpu

@@ -1,0 +1,76 @@
+#include "dptrain/core/tensor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace dptrain {
+
+Tensor Tensor::empty(Shape shape, DType dtype) {
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
+  constexpr std::size_t alignment = 64;
+  const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  void* memory = rounded == 0 ? nullptr : std::aligned_alloc(alignment, rounded);
+  if (rounded != 0 && memory == nullptr) {
+    throw Error(detail::concat("out of host memory allocating ", bytes, " bytes for a tensor of shape ",
+                               shape.to_string()));
+  }
+  return adopt(std::shared_ptr<void>(memory, std::free), std::move(shape), dtype, Device::cpu());
+}
+
+Tensor Tensor::zeros(Shape shape, DType dtype) {
+  Tensor t = empty(std::move(shape), dtype);
+  if (t.bytes()) std::memset(t.raw(), 0, t.bytes());
+  return t;
+}
+
+Tensor Tensor::adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device) {
+  Tensor t;
+  t.data_ = owner.get();
+  t.owner_ = std::move(owner);
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::view(void* data, Shape shape, DType dtype, Device device) {
+  Tensor t;
+  t.data_ = data;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  DPTRAIN_CHECK(shape.numel() == numel(), "cannot reshape a tensor of shape ", shape_.to_string(), " to ",
+                shape.to_string(), ": element counts differ");
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::slice_samples(std::int64_t first, std::int64_t count) const {
+  DPTRAIN_CHECK(shape_.rank() >= 1 && first >= 0 && count >= 0 && first + count <= shape_[0],
+                "samples [", first, ",", first + count, ") are outside a tensor of shape ", shape_.to_string());
+  std::vector<std::int64_t> dims = shape_.dims();
+  dims[0] = count;
+  Tensor t = *this;
+  const auto offset = static_cast<std::size_t>(first * shape_.per_sample()) * size_of(dtype_);
+  t.data_ = static_cast<std::byte*>(data_) + offset;
+  t.shape_ = Shape(std::move(dims));
+  return t;
+}
+
+void Tensor::check_access(DType requested) const {
+  DPTRAIN_CHECK(requested == dtype_, "tensor of shape ", shape_.to_string(), " holds ", name_of(dtype_),
+                " but was read as ", name_of(requested));
+}
+
+void check_shape(const Tensor& actual, const Shape& expected, const std::string& who, const char* what) {
+  DPTRAIN_CHECK(actual.shape() == expected, who, ": ", what, " has shape ", actual.shape().to_string(),
+                " but ", expected.to_string(), " was expected");
+}
+
+}  // namespace dptrain

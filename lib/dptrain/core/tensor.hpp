@@ -1,0 +1,67 @@
+#pragma once
+// A typed, shaped view of memory on one device. A tensor either owns its storage (shared between
+// copies of the Tensor object, like a shared_ptr) or views memory owned elsewhere; reshaping and
+// slicing make views that keep the owner alive.
+#include <cstddef>
+#include <memory>
+
+#include "dptrain/core/device.hpp"
+#include "dptrain/core/dtype.hpp"
+#include "dptrain/core/error.hpp"
+#include "dptrain/core/shape.hpp"
+
+namespace dptrain {
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // Host memory, 64-byte aligned (what oneDNN's vector kernels like). Contents are undefined.
+  static Tensor empty(Shape shape, DType dtype = DType::f32);
+  static Tensor zeros(Shape shape, DType dtype = DType::f32);
+  // Adopts memory allocated by a backend; `owner` frees it when the last reference goes.
+  static Tensor adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device);
+  // A non-owning view: the caller keeps `data` alive longer than the tensor.
+  static Tensor view(void* data, Shape shape, DType dtype, Device device = Device::cpu());
+
+  bool defined() const { return data_ != nullptr || shape_.numel() == 0; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  std::int64_t numel() const { return shape_.numel(); }
+  std::size_t bytes() const { return static_cast<std::size_t>(numel()) * size_of(dtype_); }
+
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+
+  // Typed access; checks the element type so a wrong cast fails loudly instead of reading garbage.
+  template <typename T>
+  T* data() {
+    check_access(dtype_of<T>::value);
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* data() const {
+    check_access(dtype_of<T>::value);
+    return static_cast<const T*>(data_);
+  }
+
+  // The same memory with another shape of the same element count.
+  Tensor reshaped(Shape shape) const;
+  // Samples [first, first + count) along the outermost axis, as a view.
+  Tensor slice_samples(std::int64_t first, std::int64_t count) const;
+
+ private:
+  void check_access(DType requested) const;
+
+  std::shared_ptr<void> owner_;
+  void* data_ = nullptr;
+  Shape shape_;
+  DType dtype_ = DType::f32;
+  Device device_;
+};
+
+// Fails with a message naming `who` and both shapes when `actual` is not `expected`.
+void check_shape(const Tensor& actual, const Shape& expected, const std::string& who, const char* what);
+
+}  // namespace dptrain

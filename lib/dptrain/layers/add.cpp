@@ -1,0 +1,27 @@
+#include "dptrain/layers/add.hpp"
+
+namespace dptrain {
+
+Shape Add::setup(std::span<const Shape> inputs, Backend& backend) {
+  check_input_count(inputs, 2);
+  DPTRAIN_CHECK(inputs[0] == inputs[1], who(), ": inputs have shapes ", inputs[0].to_string(), " and ",
+                inputs[1].to_string(), "; they must be equal");
+  shape_ = inputs[0];
+  backend_ = &backend;
+  return shape_;
+}
+
+void Add::forward(const PassContext&, std::span<const Tensor* const> inputs, Tensor& output) {
+  check_input(*inputs[0], shape_, 0);
+  check_input(*inputs[1], shape_, 1);
+  backend_->add(*inputs[0], *inputs[1], output);
+}
+
+void Add::backward(std::span<const Tensor* const>, const Tensor&, const Tensor& doutput,
+                   std::span<Tensor* const> dinputs) {
+  for (Tensor* d : dinputs) {
+    if (d != nullptr) backend_->copy(doutput, *d);
+  }
+}
+
+}  // namespace dptrain

@@ -1,0 +1,21 @@
+#pragma once
+#include "dptrain/layers/layer.hpp"
+
+namespace dptrain {
+
+// Element-wise sum of two tensors of one shape (ResNet's shortcut).
+class Add final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* kind() const override { return "add"; }
+  Shape setup(std::span<const Shape> inputs, Backend& backend) override;
+  void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) override;
+  void backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
+                std::span<Tensor* const> dinputs) override;
+
+ private:
+  Shape shape_;
+  Backend* backend_ = nullptr;
+};
+
+}  // namespace dptrain

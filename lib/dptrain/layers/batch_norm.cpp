@@ -1,0 +1,60 @@
+#include "dptrain/layers/batch_norm.hpp"
+
+#include "dptrain/layers/initializers.hpp"
+
+namespace dptrain {
+
+BatchNorm::BatchNorm(std::string name, float epsilon, float momentum) : Layer(std::move(name)), momentum_(momentum) {
+  spec_.epsilon = epsilon;
+  DPTRAIN_CHECK(momentum > 0.f && momentum <= 1.f, who(), ": momentum must be in (0, 1], not ", momentum);
+}
+
+Shape BatchNorm::setup(std::span<const Shape> inputs, Backend& backend) {
+  check_input_count(inputs, 1);
+  DPTRAIN_CHECK(inputs[0].rank() == 4, who(), ": input must be 4-D [N,C,H,W] but has shape ", inputs[0].to_string());
+  spec_.input = inputs[0];
+  backend_ = &backend;
+  plan_ = backend.make_batch_norm(spec_);
+  const Shape channels{spec_.input[1]};
+  params_.clear();
+  params_.push_back(make_parameter(backend, name() + "/scale", channels, false));
+  params_.push_back(make_parameter(backend, name() + "/shift", channels, false));
+  buffers_.clear();
+  buffers_.push_back({name() + "/running_mean", backend.allocate(channels)});
+  buffers_.push_back({name() + "/running_variance", backend.allocate(channels)});
+  batch_mean_ = backend.allocate(channels);
+  batch_variance_ = backend.allocate(channels);
+  initialize(0);
+  return spec_.input;
+}
+
+void BatchNorm::forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) {
+  const Tensor& x = *inputs[0];
+  check_input(x, spec_.input, 0);
+  if (!ctx.training) {
+    plan_->forward_inference(x, scale().value, shift().value, running_mean(), running_variance(), output);
+    return;
+  }
+  plan_->forward_training(x, scale().value, shift().value, output, batch_mean_, batch_variance_);
+  const double count = static_cast<double>(spec_.input[0] * spec_.input[2] * spec_.input[3]);
+  const auto unbiased = static_cast<float>(count / (count - 1.0));
+  backend_->axpby(momentum_, batch_mean_, 1.f - momentum_, running_mean());
+  backend_->axpby(momentum_ * unbiased, batch_variance_, 1.f - momentum_, running_variance());
+}
+
+void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor&, const Tensor& doutput,
+                         std::span<Tensor* const> dinputs) {
+  check_input(*inputs[0], spec_.input, 0);
+  DPTRAIN_CHECK(dinputs[0] != nullptr, who(), ": the backward pass needs an input-gradient tensor");
+  plan_->backward(*inputs[0], doutput, scale().value, batch_mean_, batch_variance_, *dinputs[0], scale().grad,
+                  shift().grad);
+}
+
+void BatchNorm::initialize(std::uint64_t) {
+  init_constant(*backend_, scale().value, 1.f);
+  init_constant(*backend_, shift().value, 0.f);
+  init_constant(*backend_, running_mean(), 0.f);
+  init_constant(*backend_, running_variance(), 1.f);
+}
+
+}  // namespace dptrain

@@ -1,0 +1,27 @@
+#include "dptrain/layers/initializers.hpp"
+
+#include <cmath>
+
+#include "dptrain/core/philox.hpp"
+
+namespace dptrain {
+
+void init_he_normal(Backend& backend, Parameter& p, std::int64_t fan_in, std::uint64_t seed) {
+  Tensor host = Tensor::empty(p.value.shape());
+  const CounterRng rng(seed, stream_id(p.name.c_str()));
+  const float stddev = std::sqrt(2.0f / static_cast<float>(fan_in));
+  float* v = host.data<float>();
+  for (std::int64_t i = 0; i < host.numel(); ++i) v[i] = stddev * rng.normal(static_cast<std::uint64_t>(i));
+  backend.copy_from_host(host, p.value);
+}
+
+void init_constant(Backend& backend, Tensor& t, float value) { backend.fill(t, value); }
+
+Parameter make_parameter(Backend& backend, std::string name, const Shape& shape, bool decay) {
+  Parameter p{std::move(name), backend.allocate(shape), backend.allocate(shape), decay};
+  backend.fill(p.value, 0.f);
+  backend.fill(p.grad, 0.f);
+  return p;
+}
+
+}  // namespace dptrain

@@ -1,0 +1,74 @@
+#pragma once
+// A layer: the shapes, the parameters and which backend plans to call. It never touches memory
+// itself, so the same layer runs on the CPU and on a GPU.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dptrain/backend/backend.hpp"
+
+namespace dptrain {
+
+// A trainable tensor with its gradient. `name` is stable ("inception_3a/1x1/weight"): checkpoints
+// and the gradient reducer address parameters by it.
+struct Parameter {
+  std::string name;
+  Tensor value;
+  Tensor grad;
+  bool decay = true;  // whether weight decay applies (off for biases and batch-norm scale and shift)
+};
+
+// A non-trainable state tensor saved in checkpoints (batch-norm running statistics).
+struct Buffer {
+  std::string name;
+  Tensor value;
+};
+
+// What a forward pass needs to know beyond its inputs.
+struct PassContext {
+  bool training = true;
+  std::uint64_t seed = 0;          // the run's seed (dropout masks)
+  std::uint64_t epoch = 0;
+  std::int64_t first_sample = 0;   // global index of this rank's first sample in the step
+};
+
+class Layer {
+ public:
+  explicit Layer(std::string name) : name_(std::move(name)) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const std::string& name() const { return name_; }
+  virtual const char* kind() const = 0;
+
+  // Checks the input shapes, makes the plans and allocates parameters; returns the output shape.
+  virtual Shape setup(std::span<const Shape> inputs, Backend& backend) = 0;
+  virtual void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) = 0;
+  // Writes (not adds) the input gradients and the parameter gradients. A null entry in `dinputs`
+  // means that input needs no gradient (the network's images, the labels).
+  virtual void backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
+                        std::span<Tensor* const> dinputs) = 0;
+
+  virtual std::span<Parameter> parameters() { return {}; }
+  virtual std::span<Buffer> buffers() { return {}; }
+  // Fills the parameters with their initial values, drawn from (seed, parameter name): the same on
+  // every rank and for every world size.
+  virtual void initialize(std::uint64_t /*seed*/) {}
+  // Forward FLOPs per sample (multiply-adds count 2), for `dptrain inspect` and efficiency figures.
+  virtual double flops_per_sample() const { return 0; }
+
+ protected:
+  // "<kind> '<name>'", the prefix of every error message a layer raises.
+  std::string who() const { return std::string(kind()) + " '" + name_ + "'"; }
+  void check_input_count(std::span<const Shape> inputs, std::size_t expected) const;
+  // Fails with the layer's name and both shapes when a runtime tensor differs from the setup shape.
+  void check_input(const Tensor& t, const Shape& expected, std::size_t index) const;
+
+ private:
+  std::string name_;
+};
+
+}  // namespace dptrain

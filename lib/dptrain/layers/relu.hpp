@@ -1,0 +1,20 @@
+#pragma once
+#include "dptrain/layers/layer.hpp"
+
+namespace dptrain {
+
+class Relu final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* kind() const override { return "relu"; }
+  Shape setup(std::span<const Shape> inputs, Backend& backend) override;
+  void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) override;
+  void backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
+                std::span<Tensor* const> dinputs) override;
+
+ private:
+  Shape shape_;
+  std::unique_ptr<ReluPlan> plan_;
+};
+
+}  // namespace dptrain

@@ -1,0 +1,30 @@
+#pragma once
+#include "dptrain/layers/layer.hpp"
+
+namespace dptrain {
+
+// The loss: inputs are logits [N, classes] (or [N, classes, 1, 1]) and int32 labels [N]; the output
+// is the one-element batch-mean loss. Its backward pass ignores `doutput` and uses `loss_weight`
+// (GoogLeNet's auxiliary classifiers weigh 0.3).
+class SoftmaxCrossEntropy final : public Layer {
+ public:
+  SoftmaxCrossEntropy(std::string name, float label_smoothing = 0.f, float loss_weight = 1.f);
+  const char* kind() const override { return "softmax_cross_entropy"; }
+  Shape setup(std::span<const Shape> inputs, Backend& backend) override;
+  void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) override;
+  void backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
+                std::span<Tensor* const> dinputs) override;
+
+  float loss_weight() const { return loss_weight_; }
+  // Softmax of the latest forward's logits, [N, classes]: for accuracy.
+  const Tensor& probabilities() const { return probabilities_; }
+
+ private:
+  SoftmaxCrossEntropySpec spec_;
+  Shape logits_shape_, labels_shape_;
+  float loss_weight_;
+  std::unique_ptr<SoftmaxCrossEntropyPlan> plan_;
+  Tensor probabilities_;
+};
+
+}  // namespace dptrain

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs what dptrain needs to build, test and run its demo, and nothing that is already there.
+# Idempotent: a second run installs nothing. On Debian/Ubuntu it uses apt-get; elsewhere it prints
+# what to install (or how to use the Spack environment at the repository root).
+set -euo pipefail
+
+# Debian packages, grouped by why we need them.
+build_pkgs=(cmake g++ make pkg-config)
+lib_pkgs=(libdnnl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libcli11-dev catch2 libturbojpeg0-dev)
+data_pkgs=(dataset-fashion-mnist)
+cluster_pkgs=(slurm-wlm munge gnuplot-nox)
+all_pkgs=("${build_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}" "${cluster_pkgs[@]}")
+
+if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+  cat <<MSG
+install-deps: this is not a Debian-like system, so nothing was installed.
+Install these (or their equivalents) yourself: a C++20 compiler, CMake >= 3.25, oneDNN, Open MPI,
+HDF5 (C library and tools), CLI11, Catch2 v2, libjpeg-turbo, and optionally CUDA + cuDNN + NCCL.
+With Spack:  spack env activate . && spack concretize && spack install   (see README.md)
+MSG
+  exit 0
+fi
+
+missing=()
+for pkg in "${all_pkgs[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#all_pkgs[@]} Debian packages are installed"
+  exit 0
+fi
+
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null 2>&1 || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# The package lists may be stale or absent on a fresh machine; refresh them once, then install.
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"
