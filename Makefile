@@ -1,0 +1,41 @@
+# The two commands a newcomer needs (see README.md):
+#   make demo   install what is missing, build, run the demo job
+#   make test   install what is missing, build, run every test
+# PRESET picks the CMake preset (cpu, cuda, debug, asan); JOBS the build parallelism.
+PRESET ?= cpu
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD_DIR := build/$(PRESET)
+DPTRAIN := $(BUILD_DIR)/app/dptrain
+
+.PHONY: all deps configure build demo test test-asan build-cuda clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+# Configure once; later builds are incremental (CMake re-runs itself when CMakeLists change).
+$(BUILD_DIR)/CMakeCache.txt:
+	cmake --preset $(PRESET)
+
+configure: deps $(BUILD_DIR)/CMakeCache.txt
+
+build: configure
+	cmake --build --preset $(PRESET) -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(DPTRAIN)
+
+test: build
+	ctest --preset $(PRESET) -j $(JOBS)
+
+# The sanitizer build and its unit tests (part of CI).
+test-asan:
+	@$(MAKE) --no-print-directory test PRESET=asan
+
+# Compile the CUDA backend (no GPU needed to compile; the GPU tests skip themselves without one).
+build-cuda:
+	@$(MAKE) --no-print-directory build PRESET=cuda
+
+clean:
+	rm -rf build
