@@ -39,8 +39,9 @@ Tensor run_forward(Layer& layer, const Shape& output_shape, std::span<const Tens
 // Finite-difference check of every input gradient (where needs_grad) and parameter gradient of a
 // set-up layer. The scalar L = sum(output * r), with r random (or 1 for a one-element output), is
 // differentiated along random directions v: (L(x + h v) - L(x - h v)) / 2h against <dL/dx, v>.
-// Differentiating a scalar keeps fp32 rounding small next to the derivative. Returns the worst
-// relative error over all inputs, parameters and directions.
+// Differentiating a scalar keeps fp32 rounding small next to the derivative. The error is relative to
+// sum |g_i v_i| (the scale of the terms, robust to a direction that nearly cancels them). Returns the
+// worst relative error over all inputs, parameters and directions.
 double finite_difference_error(Layer& layer, const Shape& output_shape, std::span<const Tensor> inputs,
                                std::span<const bool> needs_grad, const PassContext& ctx = {}, double step = 1e-3,
                                int directions = 3);

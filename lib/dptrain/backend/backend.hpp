@@ -39,8 +39,10 @@ class BatchNormPlan {
                                 Tensor& batch_mean, Tensor& batch_variance) = 0;
   virtual void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& mean,
                                  const Tensor& variance, Tensor& y) = 0;
-  virtual void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& batch_mean,
-                        const Tensor& batch_variance, Tensor& dx, Tensor& dscale, Tensor& dshift) = 0;
+  // `shift` is not read by the math, but oneDNN 2.x requires it whenever the forward pass used one.
+  virtual void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& shift,
+                        const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
+                        Tensor& dshift) = 0;
 };
 
 class ReluPlan {
@@ -98,9 +100,9 @@ class Backend {
   virtual std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec&) = 0;
   virtual std::unique_ptr<PoolingPlan> make_pooling(const PoolingSpec&) = 0;
   virtual std::unique_ptr<BatchNormPlan> make_batch_norm(const BatchNormSpec&) = 0;
-  virtual std::unique_ptr<ReluPlan> make_relu(const Shape&) = 0;
+  virtual std::unique_ptr<ReluPlan> make_relu(const Shape& shape, const std::string& who = "relu") = 0;
   virtual std::unique_ptr<LrnPlan> make_lrn(const LrnSpec&) = 0;
-  virtual std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> inputs) = 0;
+  virtual std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> inputs, const std::string& who = "concat") = 0;
   virtual std::unique_ptr<LinearPlan> make_linear(const LinearSpec&) = 0;
   virtual std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec&) = 0;
   virtual std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec&) = 0;
@@ -117,6 +119,10 @@ class Backend {
   virtual void axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;       // y = alpha x + beta y
   // One SGD step on one parameter (fp32): g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
   virtual void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& hyper) = 0;
+
+  // The device's practical fp32 peak in GFLOP/s, measured now with a large matrix multiply (oneDNN's
+  // sgemm, cuBLAS's SGEMM): the reference a benchmark's efficiency is a ratio to.
+  virtual double measure_peak_gflops() = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

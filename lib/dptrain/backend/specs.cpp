@@ -19,8 +19,9 @@ std::int64_t window_output_size(std::int64_t input, int kernel, int stride, int 
                                 std::int64_t* extra_pad_after) {
   const std::int64_t span = input + 2 * pad - kernel;
   std::int64_t out = (rounding == Rounding::ceil ? (span + stride - 1) / stride : span / stride) + 1;
-  // Caffe's rule: with padding, the last window must start inside the image (or the leading pad).
-  if (rounding == Rounding::ceil && pad > 0 && (out - 1) * stride >= input + pad) --out;
+  // Caffe's rule, applied with or without padding: the last window must start inside the image (or
+  // the leading pad), never wholly in the padding that ceil rounding adds after it.
+  if (rounding == Rounding::ceil && (out - 1) * stride >= input + pad) --out;
   if (extra_pad_after) {
     const std::int64_t needed = (out - 1) * stride + kernel - (input + 2 * pad);
     *extra_pad_after = needed > 0 ? needed : 0;

@@ -29,6 +29,7 @@ struct ConvolutionSpec {
   int out_channels = 0;
   Window2d window;
   bool bias = true;
+  std::string who = "convolution";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 
 enum class PoolingKind { max, average_include_padding, average_exclude_padding };
@@ -38,11 +39,13 @@ struct PoolingSpec {
   PoolingKind kind = PoolingKind::max;
   Window2d window;
   Rounding rounding = Rounding::floor;
+  std::string who = "pooling";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 
 struct BatchNormSpec {
   Shape input;  // N, C, H, W; statistics per channel over N, H, W
   float epsilon = 1e-5f;
+  std::string who = "batch_norm";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 
 struct LrnSpec {  // across channels: y = x / (k + alpha / size * sum over size channels of x^2)^beta
@@ -51,22 +54,26 @@ struct LrnSpec {  // across channels: y = x / (k + alpha / size * sum over size 
   float alpha = 1e-4f;
   float beta = 0.75f;
   float k = 1.0f;
+  std::string who = "lrn";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 
 struct LinearSpec {  // input [N, ...] is read as [N, features]
   Shape input;
   int out_features = 0;
   bool bias = true;
+  std::string who = "linear";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 
 struct SoftmaxCrossEntropySpec {  // logits [N, classes], labels int32 [N]
   Shape logits;
   float label_smoothing = 0.0f;
+  std::string who = "softmax_cross_entropy";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 
 struct DropoutSpec {
   Shape input;
   float probability = 0.5f;  // of dropping an element
+  std::string who = "dropout";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 
 // Where the randomness of one step comes from: element e of sample s (a global sample index) draws

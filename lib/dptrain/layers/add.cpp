@@ -14,13 +14,17 @@ Shape Add::setup(std::span<const Shape> inputs, Backend& backend) {
 void Add::forward(const PassContext&, std::span<const Tensor* const> inputs, Tensor& output) {
   check_input(*inputs[0], shape_, 0);
   check_input(*inputs[1], shape_, 1);
+  check_shape(output, shape_, who(), "output");
   backend_->add(*inputs[0], *inputs[1], output);
 }
 
 void Add::backward(std::span<const Tensor* const>, const Tensor&, const Tensor& doutput,
                    std::span<Tensor* const> dinputs) {
+  check_shape(doutput, shape_, who(), "output gradient");
   for (Tensor* d : dinputs) {
-    if (d != nullptr) backend_->copy(doutput, *d);
+    if (d == nullptr) continue;
+    check_shape(*d, shape_, who(), "input gradient");
+    backend_->copy(doutput, *d);
   }
 }
 

@@ -10,6 +10,7 @@ BatchNorm::BatchNorm(std::string name, float epsilon, float momentum) : Layer(st
 }
 
 Shape BatchNorm::setup(std::span<const Shape> inputs, Backend& backend) {
+  spec_.who = who();
   check_input_count(inputs, 1);
   DPTRAIN_CHECK(inputs[0].rank() == 4, who(), ": input must be 4-D [N,C,H,W] but has shape ", inputs[0].to_string());
   spec_.input = inputs[0];
@@ -45,9 +46,14 @@ void BatchNorm::forward(const PassContext& ctx, std::span<const Tensor* const> i
 void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor&, const Tensor& doutput,
                          std::span<Tensor* const> dinputs) {
   check_input(*inputs[0], spec_.input, 0);
-  DPTRAIN_CHECK(dinputs[0] != nullptr, who(), ": the backward pass needs an input-gradient tensor");
-  plan_->backward(*inputs[0], doutput, scale().value, batch_mean_, batch_variance_, *dinputs[0], scale().grad,
-                  shift().grad);
+  // oneDNN always computes the input gradient; when nobody wants it, it lands in a scratch tensor.
+  Tensor* dx = dinputs[0];
+  if (dx == nullptr) {
+    if (!unused_dx_.defined() || unused_dx_.shape() != spec_.input) unused_dx_ = backend_->allocate(spec_.input);
+    dx = &unused_dx_;
+  }
+  plan_->backward(*inputs[0], doutput, scale().value, shift().value, batch_mean_, batch_variance_, *dx,
+                  scale().grad, shift().grad);
 }
 
 void BatchNorm::initialize(std::uint64_t) {

@@ -31,6 +31,7 @@ class BatchNorm final : public Layer {
   std::vector<Parameter> params_;
   std::vector<Buffer> buffers_;
   Tensor batch_mean_, batch_variance_;  // from the latest training forward, for the backward pass
+  Tensor unused_dx_;
 };
 
 }  // namespace dptrain

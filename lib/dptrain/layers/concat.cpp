@@ -6,7 +6,7 @@ Shape Concat::setup(std::span<const Shape> inputs, Backend& backend) {
   const Shape output = concat_output_shape(inputs, who());
   inputs_.assign(inputs.begin(), inputs.end());
   backend_ = &backend;
-  plan_ = backend.make_concat(inputs);
+  plan_ = backend.make_concat(inputs, who());
   scratch_.clear();
   return output;
 }

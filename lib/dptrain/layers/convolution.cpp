@@ -11,6 +11,7 @@ Convolution::Convolution(std::string name, int out_channels, Window2d window, bo
 }
 
 Shape Convolution::setup(std::span<const Shape> inputs, Backend& backend) {
+  spec_.who = who();
   check_input_count(inputs, 1);
   spec_.input = inputs[0];
   output_ = convolution_output_shape(spec_, who());

@@ -10,6 +10,7 @@ Dropout::Dropout(std::string name, float probability) : Layer(std::move(name)) {
 }
 
 Shape Dropout::setup(std::span<const Shape> inputs, Backend& backend) {
+  spec_.who = who();
   check_input_count(inputs, 1);
   spec_.input = inputs[0];
   backend_ = &backend;

@@ -10,6 +10,7 @@ Lrn::Lrn(std::string name, int size, float alpha, float beta, float k) : Layer(s
 }
 
 Shape Lrn::setup(std::span<const Shape> inputs, Backend& backend) {
+  spec_.who = who();
   check_input_count(inputs, 1);
   DPTRAIN_CHECK(inputs[0].rank() == 4, who(), ": input must be 4-D [N,C,H,W] but has shape ", inputs[0].to_string());
   spec_.input = inputs[0];

@@ -9,6 +9,7 @@ Pooling::Pooling(std::string name, PoolingKind pooling, Window2d window, Roundin
 }
 
 Shape Pooling::setup(std::span<const Shape> inputs, Backend& backend) {
+  spec_.who = who();
   check_input_count(inputs, 1);
   spec_.input = inputs[0];
   const Shape output = pooling_output_shape(spec_, who());

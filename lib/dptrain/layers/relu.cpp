@@ -5,7 +5,7 @@ namespace dptrain {
 Shape Relu::setup(std::span<const Shape> inputs, Backend& backend) {
   check_input_count(inputs, 1);
   shape_ = inputs[0];
-  plan_ = backend.make_relu(shape_);
+  plan_ = backend.make_relu(shape_, who());
   return shape_;
 }
 

@@ -8,6 +8,7 @@ SoftmaxCrossEntropy::SoftmaxCrossEntropy(std::string name, float label_smoothing
 }
 
 Shape SoftmaxCrossEntropy::setup(std::span<const Shape> inputs, Backend& backend) {
+  spec_.who = who();
   check_input_count(inputs, 2);
   logits_shape_ = inputs[0];
   labels_shape_ = inputs[1];
@@ -30,6 +31,7 @@ void SoftmaxCrossEntropy::forward(const PassContext&, std::span<const Tensor* co
 void SoftmaxCrossEntropy::backward(std::span<const Tensor* const> inputs, const Tensor&, const Tensor&,
                                    std::span<Tensor* const> dinputs) {
   if (dinputs[0] == nullptr) return;
+  check_shape(*dinputs[0], logits_shape_, who(), "logits gradient");
   Tensor dlogits = dinputs[0]->reshaped(spec_.logits);
   plan_->backward(probabilities_, *inputs[1], loss_weight_, dlogits);
 }

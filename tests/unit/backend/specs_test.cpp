@@ -11,8 +11,12 @@ TEST_CASE("window output sizes follow floor and Caffe's ceil rounding", "[backen
   CHECK(window_output_size(112, 3, 2, 0, Rounding::floor) == 55);
   CHECK(window_output_size(112, 3, 2, 0, Rounding::ceil) == 56);
   CHECK(window_output_size(28, 3, 2, 0, Rounding::ceil) == 14);
-  // Caffe drops a last window that would start in the trailing padding.
+  // Caffe drops a last window that would start in the trailing padding...
   CHECK(window_output_size(4, 2, 2, 1, Rounding::ceil) == 3);
+  // ...and so do we without padding, where a stride longer than the kernel would otherwise place the
+  // last window wholly past the image.
+  CHECK(window_output_size(4, 1, 2, 0, Rounding::ceil) == 2);
+  CHECK(window_output_size(6, 2, 3, 0, Rounding::ceil) == 2);
   std::int64_t extra = -1;
   CHECK(window_output_size(112, 3, 2, 0, Rounding::ceil, &extra) == 56);
   CHECK(extra == 1);

@@ -10,9 +10,9 @@ class OneDnnBatchNorm final : public BatchNormPlan {
  public:
   OneDnnBatchNorm(DnnlContextPtr ctx, const BatchNormSpec& spec)
       : ctx_(std::move(ctx)), spec_(spec), channel_(Shape{spec.input.rank() >= 2 ? spec.input[1] : 0}) {
-    DPTRAIN_CHECK(spec.input.rank() == 4, "batch_norm: input must be 4-D [N,C,H,W] but has shape ",
+    DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ",
                   spec.input.to_string());
-    DPTRAIN_CHECK(spec.input[0] * spec.input[2] * spec.input[3] > 1, "batch_norm: input of shape ",
+    DPTRAIN_CHECK(spec.input[0] * spec.input[2] * spec.input[3] > 1, spec.who, ": input of shape ",
                   spec.input.to_string(), " has one value per channel; batch statistics need more");
     x_desc_ = plain_desc(spec.input);
     c_desc_ = plain_desc(channel_);
@@ -57,8 +57,9 @@ class OneDnnBatchNorm final : public BatchNormPlan {
          {DNNL_ARG_VARIANCE, channel(variance, "running variance")}});
   }
 
-  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& batch_mean,
-                const Tensor& batch_variance, Tensor& dx, Tensor& dscale, Tensor& dshift) override {
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& shift,
+                const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
+                Tensor& dshift) override {
     check_data(x, "input");
     check_data(dy, "output gradient");
     check_data(dx, "input gradient");
@@ -66,6 +67,7 @@ class OneDnnBatchNorm final : public BatchNormPlan {
         {{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
          {DNNL_ARG_DIFF_DST, wrap(*ctx_, x_desc_, dy)},
          {DNNL_ARG_SCALE, channel(scale, "scale")},
+         {DNNL_ARG_SHIFT, channel(shift, "shift")},
          {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
          {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")},
          {DNNL_ARG_DIFF_SRC, wrap(*ctx_, x_desc_, dx)},
@@ -74,9 +76,9 @@ class OneDnnBatchNorm final : public BatchNormPlan {
   }
 
  private:
-  void check_data(const Tensor& t, const char* what) const { check_cpu_tensor(t, spec_.input, "batch_norm", what); }
+  void check_data(const Tensor& t, const char* what) const { check_cpu_tensor(t, spec_.input, spec_.who, what); }
   dnnl::memory channel(const Tensor& t, const char* what) const {
-    check_cpu_tensor(t, channel_, "batch_norm", what);
+    check_cpu_tensor(t, channel_, spec_.who, what);
     return wrap(*ctx_, c_desc_, t);
   }
 

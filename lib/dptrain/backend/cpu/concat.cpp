@@ -9,12 +9,12 @@ namespace dptrain::cpu {
 namespace {
 class HostConcat final : public ConcatPlan {
  public:
-  explicit HostConcat(std::span<const Shape> inputs)
-      : inputs_(inputs.begin(), inputs.end()), output_(concat_output_shape(inputs, "concat")) {}
+  HostConcat(std::span<const Shape> inputs, std::string who)
+      : inputs_(inputs.begin(), inputs.end()), who_(std::move(who)), output_(concat_output_shape(inputs, who_)) {}
 
   void forward(std::span<const Tensor* const> inputs, Tensor& y) override {
     check_count(inputs.size());
-    check_cpu_tensor(y, output_, "concat", "output");
+    check_cpu_tensor(y, output_, who_, "output");
     for_each_block(inputs.size(), [&](std::size_t i, std::int64_t n, std::size_t out_offset, std::size_t count) {
       check_once(*inputs[i], i, n, "input");
       std::memcpy(y.data<float>() + out_offset, inputs[i]->data<float>() + n * inputs_[i].per_sample(),
@@ -24,7 +24,7 @@ class HostConcat final : public ConcatPlan {
 
   void backward(const Tensor& dy, std::span<Tensor* const> dinputs) override {
     check_count(dinputs.size());
-    check_cpu_tensor(dy, output_, "concat", "output gradient");
+    check_cpu_tensor(dy, output_, who_, "output gradient");
     for_each_block(dinputs.size(), [&](std::size_t i, std::int64_t n, std::size_t out_offset, std::size_t count) {
       check_once(*dinputs[i], i, n, "input gradient");
       std::memcpy(dinputs[i]->data<float>() + n * inputs_[i].per_sample(), dy.data<float>() + out_offset,
@@ -34,10 +34,10 @@ class HostConcat final : public ConcatPlan {
 
  private:
   void check_count(std::size_t count) const {
-    DPTRAIN_CHECK(count == inputs_.size(), "concat: made for ", inputs_.size(), " inputs but given ", count);
+    DPTRAIN_CHECK(count == inputs_.size(), who_, ": made for ", inputs_.size(), " inputs but given ", count);
   }
   void check_once(const Tensor& t, std::size_t i, std::int64_t n, const char* what) const {
-    if (n == 0) check_cpu_tensor(t, inputs_[i], "concat", what);
+    if (n == 0) check_cpu_tensor(t, inputs_[i], who_, what);
   }
   // Calls fn(input, sample, offset in the output, element count) for every contiguous block.
   template <typename Fn>
@@ -54,10 +54,13 @@ class HostConcat final : public ConcatPlan {
   }
 
   std::vector<Shape> inputs_;
+  std::string who_;
   Shape output_;
 };
 }  // namespace
 
-std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> inputs) { return std::make_unique<HostConcat>(inputs); }
+std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> inputs, const std::string& who) {
+  return std::make_unique<HostConcat>(inputs, who);
+}
 
 }  // namespace dptrain::cpu

@@ -17,7 +17,7 @@ class OneDnnConvolution final : public ConvolutionPlan {
   OneDnnConvolution(DnnlContextPtr ctx, const ConvolutionSpec& spec)
       : ctx_(std::move(ctx)),
         spec_(spec),
-        output_(convolution_output_shape(spec, "convolution")),
+        output_(convolution_output_shape(spec, spec.who)),
         weight_(convolution_weight_shape(spec)),
         bias_(Shape{spec.out_channels}) {
     const auto& w = spec.window;
@@ -61,14 +61,14 @@ class OneDnnConvolution final : public ConvolutionPlan {
   }
 
   void forward(const Tensor& x, const Tensor& weight, const Tensor& b, Tensor& y) override {
-    check_cpu_tensor(x, spec_.input, "convolution", "input");
-    check_cpu_tensor(weight, weight_, "convolution", "weight");
-    check_cpu_tensor(y, output_, "convolution", "output");
+    check_cpu_tensor(x, spec_.input, spec_.who, "input");
+    check_cpu_tensor(weight, weight_, spec_.who, "weight");
+    check_cpu_tensor(y, output_, spec_.who, "output");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, fwd_x_.input(*ctx_, x)},
                                                {DNNL_ARG_WEIGHTS, fwd_w_.input(*ctx_, weight)},
                                                {DNNL_ARG_DST, fwd_y_.output(*ctx_, y)}};
     if (spec_.bias) {
-      check_cpu_tensor(b, bias_, "convolution", "bias");
+      check_cpu_tensor(b, bias_, spec_.who, "bias");
       args.emplace(DNNL_ARG_BIAS, wrap(*ctx_, plain_desc(bias_), b));
     }
     run(*ctx_, fwd_, args);
@@ -76,9 +76,9 @@ class OneDnnConvolution final : public ConvolutionPlan {
   }
 
   void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) override {
-    check_cpu_tensor(dy, output_, "convolution", "output gradient");
-    check_cpu_tensor(weight, weight_, "convolution", "weight");
-    check_cpu_tensor(dx, spec_.input, "convolution", "input gradient");
+    check_cpu_tensor(dy, output_, spec_.who, "output gradient");
+    check_cpu_tensor(weight, weight_, spec_.who, "weight");
+    check_cpu_tensor(dx, spec_.input, spec_.who, "input gradient");
     run(*ctx_, bwd_data_,
         {{DNNL_ARG_DIFF_DST, bd_dy_.input(*ctx_, dy)},
          {DNNL_ARG_WEIGHTS, bd_w_.input(*ctx_, weight)},
@@ -87,14 +87,14 @@ class OneDnnConvolution final : public ConvolutionPlan {
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {
-    check_cpu_tensor(x, spec_.input, "convolution", "input");
-    check_cpu_tensor(dy, output_, "convolution", "output gradient");
-    check_cpu_tensor(dweight, weight_, "convolution", "weight gradient");
+    check_cpu_tensor(x, spec_.input, spec_.who, "input");
+    check_cpu_tensor(dy, output_, spec_.who, "output gradient");
+    check_cpu_tensor(dweight, weight_, spec_.who, "weight gradient");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, bw_x_.input(*ctx_, x)},
                                                {DNNL_ARG_DIFF_DST, bw_dy_.input(*ctx_, dy)},
                                                {DNNL_ARG_DIFF_WEIGHTS, bw_dw_.output(*ctx_, dweight)}};
     if (spec_.bias) {
-      check_cpu_tensor(dbias, bias_, "convolution", "bias gradient");
+      check_cpu_tensor(dbias, bias_, spec_.who, "bias gradient");
       args.emplace(DNNL_ARG_DIFF_BIAS, wrap(*ctx_, plain_desc(bias_), dbias));
     }
     run(*ctx_, bwd_w_, args);

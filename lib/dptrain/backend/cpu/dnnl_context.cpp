@@ -21,7 +21,7 @@ dnnl::memory wrap(const DnnlContext& ctx, const dnnl::memory::desc& desc, const 
   return DNNL_CHECK(dnnl::memory(desc, ctx.engine, const_cast<void*>(t.raw())));
 }
 
-void check_cpu_tensor(const Tensor& t, const Shape& expected, const char* op, const char* what) {
+void check_cpu_tensor(const Tensor& t, const Shape& expected, const std::string& op, const char* what) {
   DPTRAIN_CHECK(t.device().is_cpu(), op, ": ", what, " is on ", t.device().to_string(),
                 " but the CPU backend needs host memory");
   DPTRAIN_CHECK(t.dtype() == DType::f32, op, ": ", what, " holds ", name_of(t.dtype()), " but f32 is needed");

@@ -28,7 +28,7 @@ dnnl::memory::dims dims_of(const Shape& shape);
 dnnl::memory wrap(const DnnlContext& ctx, const dnnl::memory::desc& desc, const Tensor& t);
 
 // Tensors passed to a CPU plan must be f32 host tensors with the shape the plan was made for.
-void check_cpu_tensor(const Tensor& t, const Shape& expected, const char* op, const char* what);
+void check_cpu_tensor(const Tensor& t, const Shape& expected, const std::string& op, const char* what);
 
 // Moves data between a tensor in plain layout and the layout a primitive chose (format_tag::any).
 // When the two agree, the tensor's memory is used directly and no copy happens.

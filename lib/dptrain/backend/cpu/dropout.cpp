@@ -8,15 +8,15 @@ namespace {
 class HostDropout final : public DropoutPlan {
  public:
   explicit HostDropout(const DropoutSpec& spec) : spec_(spec) {
-    DPTRAIN_CHECK(spec.probability >= 0.f && spec.probability < 1.f, "dropout: probability must be in [0, 1), not ",
+    DPTRAIN_CHECK(spec.probability >= 0.f && spec.probability < 1.f, spec.who, ": probability must be in [0, 1), not ",
                   spec.probability);
-    DPTRAIN_CHECK(spec.input.rank() >= 1, "dropout: input needs a batch axis");
+    DPTRAIN_CHECK(spec.input.rank() >= 1, spec.who, ": input needs a batch axis");
     mask_ = Tensor::empty(spec.input);
   }
 
   void forward(const Tensor& x, Tensor& y, const RandomPosition& position) override {
-    check_cpu_tensor(x, spec_.input, "dropout", "input");
-    check_cpu_tensor(y, spec_.input, "dropout", "output");
+    check_cpu_tensor(x, spec_.input, spec_.who, "input");
+    check_cpu_tensor(y, spec_.input, spec_.who, "output");
     const CounterRng rng(position.seed, position.stream);
     const float keep_scale = 1.f / (1.f - spec_.probability);
     const std::int64_t per_sample = spec_.input.per_sample();
@@ -32,8 +32,8 @@ class HostDropout final : public DropoutPlan {
   }
 
   void backward(const Tensor& dy, Tensor& dx) override {
-    check_cpu_tensor(dy, spec_.input, "dropout", "output gradient");
-    check_cpu_tensor(dx, spec_.input, "dropout", "input gradient");
+    check_cpu_tensor(dy, spec_.input, spec_.who, "output gradient");
+    check_cpu_tensor(dx, spec_.input, spec_.who, "input gradient");
     multiply(dy, dx);
   }
 

@@ -12,9 +12,9 @@ class OneDnnLinear final : public LinearPlan {
         weight_(linear_weight_shape(spec)),
         bias_(Shape{spec.out_features}),
         output_(Shape{spec.input.rank() ? spec.input[0] : 0, spec.out_features}) {
-    DPTRAIN_CHECK(spec.input.rank() >= 2, "linear: input must be [N, features...] but has shape ",
+    DPTRAIN_CHECK(spec.input.rank() >= 2, spec.who, ": input must be [N, features...] but has shape ",
                   spec.input.to_string());
-    DPTRAIN_CHECK(spec.out_features > 0, "linear: out_features must be positive");
+    DPTRAIN_CHECK(spec.out_features > 0, spec.who, ": out_features must be positive");
     x_desc_ = plain_desc(Shape{spec.input[0], spec.input.per_sample()});
     w_desc_ = plain_desc(weight_);
     b_desc_ = plain_desc(bias_);
@@ -35,23 +35,23 @@ class OneDnnLinear final : public LinearPlan {
   }
 
   void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) override {
-    check_cpu_tensor(x, spec_.input, "linear", "input");
-    check_cpu_tensor(weight, weight_, "linear", "weight");
-    check_cpu_tensor(y, output_, "linear", "output");
+    check_cpu_tensor(x, spec_.input, spec_.who, "input");
+    check_cpu_tensor(weight, weight_, spec_.who, "weight");
+    check_cpu_tensor(y, output_, spec_.who, "output");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
                                                {DNNL_ARG_WEIGHTS, wrap(*ctx_, w_desc_, weight)},
                                                {DNNL_ARG_DST, wrap(*ctx_, y_desc_, y)}};
     if (spec_.bias) {
-      check_cpu_tensor(bias, bias_, "linear", "bias");
+      check_cpu_tensor(bias, bias_, spec_.who, "bias");
       args.emplace(DNNL_ARG_BIAS, wrap(*ctx_, b_desc_, bias));
     }
     run(*ctx_, fwd_, args);
   }
 
   void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) override {
-    check_cpu_tensor(dy, output_, "linear", "output gradient");
-    check_cpu_tensor(weight, weight_, "linear", "weight");
-    check_cpu_tensor(dx, spec_.input, "linear", "input gradient");
+    check_cpu_tensor(dy, output_, spec_.who, "output gradient");
+    check_cpu_tensor(weight, weight_, spec_.who, "weight");
+    check_cpu_tensor(dx, spec_.input, spec_.who, "input gradient");
     run(*ctx_, bwd_data_,
         {{DNNL_ARG_DIFF_DST, wrap(*ctx_, y_desc_, dy)},
          {DNNL_ARG_WEIGHTS, wrap(*ctx_, w_desc_, weight)},
@@ -59,14 +59,14 @@ class OneDnnLinear final : public LinearPlan {
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {
-    check_cpu_tensor(x, spec_.input, "linear", "input");
-    check_cpu_tensor(dy, output_, "linear", "output gradient");
-    check_cpu_tensor(dweight, weight_, "linear", "weight gradient");
+    check_cpu_tensor(x, spec_.input, spec_.who, "input");
+    check_cpu_tensor(dy, output_, spec_.who, "output gradient");
+    check_cpu_tensor(dweight, weight_, spec_.who, "weight gradient");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
                                                {DNNL_ARG_DIFF_DST, wrap(*ctx_, y_desc_, dy)},
                                                {DNNL_ARG_DIFF_WEIGHTS, wrap(*ctx_, w_desc_, dweight)}};
     if (spec_.bias) {
-      check_cpu_tensor(dbias, bias_, "linear", "bias gradient");
+      check_cpu_tensor(dbias, bias_, spec_.who, "bias gradient");
       args.emplace(DNNL_ARG_DIFF_BIAS, wrap(*ctx_, b_desc_, dbias));
     }
     run(*ctx_, bwd_weights_, args);

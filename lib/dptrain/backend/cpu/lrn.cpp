@@ -9,8 +9,8 @@ constexpr auto kAcross = dnnl::algorithm::lrn_across_channels;
 class OneDnnLrn final : public LrnPlan {
  public:
   OneDnnLrn(DnnlContextPtr ctx, const LrnSpec& spec) : ctx_(std::move(ctx)), spec_(spec) {
-    DPTRAIN_CHECK(spec.input.rank() == 4, "lrn: input must be 4-D [N,C,H,W] but has shape ", spec.input.to_string());
-    DPTRAIN_CHECK(spec.size > 0 && spec.size % 2 == 1, "lrn: the window size must be odd and positive, not ",
+    DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ", spec.input.to_string());
+    DPTRAIN_CHECK(spec.size > 0 && spec.size % 2 == 1, spec.who, ": the window size must be odd and positive, not ",
                   spec.size);
     desc_ = plain_desc(spec.input);
     auto fwd = DNNL_CHECK(dnnl::lrn_forward::desc(dnnl::prop_kind::forward_training, kAcross, desc_, spec.size,
@@ -25,8 +25,8 @@ class OneDnnLrn final : public LrnPlan {
   }
 
   void forward(const Tensor& x, Tensor& y, bool /*training*/) override {
-    check_cpu_tensor(x, spec_.input, "lrn", "input");
-    check_cpu_tensor(y, spec_.input, "lrn", "output");
+    check_cpu_tensor(x, spec_.input, spec_.who, "input");
+    check_cpu_tensor(y, spec_.input, spec_.who, "output");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, desc_, x)},
                                                {DNNL_ARG_DST, wrap(*ctx_, desc_, y)}};
     if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
@@ -34,9 +34,9 @@ class OneDnnLrn final : public LrnPlan {
   }
 
   void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
-    check_cpu_tensor(x, spec_.input, "lrn", "input");
-    check_cpu_tensor(dy, spec_.input, "lrn", "output gradient");
-    check_cpu_tensor(dx, spec_.input, "lrn", "input gradient");
+    check_cpu_tensor(x, spec_.input, spec_.who, "input");
+    check_cpu_tensor(dy, spec_.input, spec_.who, "output gradient");
+    check_cpu_tensor(dx, spec_.input, spec_.who, "input gradient");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, desc_, x)},
                                                {DNNL_ARG_DIFF_DST, wrap(*ctx_, desc_, dy)},
                                                {DNNL_ARG_DIFF_SRC, wrap(*ctx_, desc_, dx)}};

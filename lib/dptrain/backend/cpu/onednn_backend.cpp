@@ -1,4 +1,6 @@
 // The CPU backend: oneDNN primitives for the compute-heavy ops, plain loops for the rest.
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "dptrain/backend/cpu/plans.hpp"
@@ -9,6 +11,24 @@ void check_same_size(const Tensor& a, const Tensor& b, const char* op) {
   DPTRAIN_CHECK(a.numel() == b.numel(), op, ": tensors of shapes ", a.shape().to_string(), " and ",
                 b.shape().to_string(), " differ in size");
   DPTRAIN_CHECK(a.device().is_cpu() && b.device().is_cpu(), op, ": the CPU backend needs host tensors");
+}
+
+// Best of several runs of a square sgemm large enough to be compute-bound (2 * n^3 flops each).
+double measure_sgemm_gflops() {
+  constexpr dnnl_dim_t n = 1536;
+  Tensor a = Tensor::empty(Shape{n, n}), b = Tensor::empty(Shape{n, n}), c = Tensor::zeros(Shape{n, n});
+  for (dnnl_dim_t i = 0; i < n * n; ++i) {
+    a.data<float>()[i] = static_cast<float>(i % 7) * 0.1f;
+    b.data<float>()[i] = static_cast<float>(i % 5) * 0.1f;
+  }
+  double best = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto start = std::chrono::steady_clock::now();
+    DNNL_CHECK(dnnl_sgemm('N', 'N', n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (rep > 0) best = std::max(best, 2.0 * n * n * n / seconds / 1e9);  // the first run warms up
+  }
+  return best;
 }
 
 class OneDnnBackend final : public Backend {
@@ -23,9 +43,13 @@ class OneDnnBackend final : public Backend {
   std::unique_ptr<BatchNormPlan> make_batch_norm(const BatchNormSpec& s) override {
     return cpu::make_batch_norm(ctx_, s);
   }
-  std::unique_ptr<ReluPlan> make_relu(const Shape& s) override { return cpu::make_relu(ctx_, s); }
+  std::unique_ptr<ReluPlan> make_relu(const Shape& s, const std::string& who) override {
+    return cpu::make_relu(ctx_, s, who);
+  }
   std::unique_ptr<LrnPlan> make_lrn(const LrnSpec& s) override { return cpu::make_lrn(ctx_, s); }
-  std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> s) override { return cpu::make_concat(s); }
+  std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> s, const std::string& who) override {
+    return cpu::make_concat(s, who);
+  }
   std::unique_ptr<LinearPlan> make_linear(const LinearSpec& s) override { return cpu::make_linear(ctx_, s); }
   std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& s) override {
     return cpu::make_softmax_cross_entropy(s);
@@ -74,6 +98,8 @@ class OneDnnBackend final : public Backend {
       w[i] -= h.learning_rate * (h.nesterov ? decayed + h.momentum * v[i] : v[i]);
     }
   }
+
+  double measure_peak_gflops() override { return measure_sgemm_gflops(); }
 
  private:
   DnnlContextPtr ctx_ = std::make_shared<DnnlContext>();

@@ -16,7 +16,7 @@ dnnl::algorithm algorithm_of(PoolingKind kind) {
 class OneDnnPooling final : public PoolingPlan {
  public:
   OneDnnPooling(DnnlContextPtr ctx, const PoolingSpec& spec)
-      : ctx_(std::move(ctx)), spec_(spec), output_(pooling_output_shape(spec, "pooling")) {
+      : ctx_(std::move(ctx)), spec_(spec), output_(pooling_output_shape(spec, spec.who)) {
     const auto& w = spec.window;
     std::int64_t extra_h = 0, extra_w = 0;
     window_output_size(spec.input[2], w.kernel_h, w.stride_h, w.pad_h, spec.rounding, &extra_h);
@@ -39,8 +39,8 @@ class OneDnnPooling final : public PoolingPlan {
   }
 
   void forward(const Tensor& x, Tensor& y, bool /*training: the workspace is cheap, always kept*/) override {
-    check_cpu_tensor(x, spec_.input, "pooling", "input");
-    check_cpu_tensor(y, output_, "pooling", "output");
+    check_cpu_tensor(x, spec_.input, spec_.who, "input");
+    check_cpu_tensor(y, output_, spec_.who, "output");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
                                                {DNNL_ARG_DST, wrap(*ctx_, y_desc_, y)}};
     if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
@@ -48,8 +48,8 @@ class OneDnnPooling final : public PoolingPlan {
   }
 
   void backward(const Tensor& dy, Tensor& dx) override {
-    check_cpu_tensor(dy, output_, "pooling", "output gradient");
-    check_cpu_tensor(dx, spec_.input, "pooling", "input gradient");
+    check_cpu_tensor(dy, output_, spec_.who, "output gradient");
+    check_cpu_tensor(dx, spec_.input, spec_.who, "input gradient");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, wrap(*ctx_, y_desc_, dy)},
                                                {DNNL_ARG_DIFF_SRC, wrap(*ctx_, x_desc_, dx)}};
     if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);

@@ -7,7 +7,8 @@ constexpr auto kRelu = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;
 
 class OneDnnRelu final : public ReluPlan {
  public:
-  OneDnnRelu(DnnlContextPtr ctx, const Shape& shape) : ctx_(std::move(ctx)), shape_(shape), desc_(plain_desc(shape)) {
+  OneDnnRelu(DnnlContextPtr ctx, const Shape& shape, std::string who)
+      : ctx_(std::move(ctx)), shape_(shape), who_(std::move(who)), desc_(plain_desc(shape)) {
     auto fwd = DNNL_CHECK(dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, kRelu, desc_, 0.f, 0.f));
     auto fwd_pd = DNNL_CHECK(dnnl::eltwise_forward::primitive_desc(fwd, ctx_->engine));
     fwd_ = DNNL_CHECK(dnnl::eltwise_forward(fwd_pd));
@@ -16,15 +17,15 @@ class OneDnnRelu final : public ReluPlan {
   }
 
   void forward(const Tensor& x, Tensor& y) override {
-    check_cpu_tensor(x, shape_, "relu", "input");
-    check_cpu_tensor(y, shape_, "relu", "output");
+    check_cpu_tensor(x, shape_, who_, "input");
+    check_cpu_tensor(y, shape_, who_, "output");
     run(*ctx_, fwd_, {{DNNL_ARG_SRC, wrap(*ctx_, desc_, x)}, {DNNL_ARG_DST, wrap(*ctx_, desc_, y)}});
   }
 
   void backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    check_cpu_tensor(y, shape_, "relu", "output");
-    check_cpu_tensor(dy, shape_, "relu", "output gradient");
-    check_cpu_tensor(dx, shape_, "relu", "input gradient");
+    check_cpu_tensor(y, shape_, who_, "output");
+    check_cpu_tensor(dy, shape_, who_, "output gradient");
+    check_cpu_tensor(dx, shape_, who_, "input gradient");
     run(*ctx_, bwd_,
         {{DNNL_ARG_DST, wrap(*ctx_, desc_, y)},
          {DNNL_ARG_DIFF_DST, wrap(*ctx_, desc_, dy)},
@@ -34,13 +35,14 @@ class OneDnnRelu final : public ReluPlan {
  private:
   DnnlContextPtr ctx_;
   Shape shape_;
+  std::string who_;
   dnnl::memory::desc desc_;
   dnnl::primitive fwd_, bwd_;
 };
 }  // namespace
 
-std::unique_ptr<ReluPlan> make_relu(DnnlContextPtr ctx, const Shape& shape) {
-  return std::make_unique<OneDnnRelu>(std::move(ctx), shape);
+std::unique_ptr<ReluPlan> make_relu(DnnlContextPtr ctx, const Shape& shape, const std::string& who) {
+  return std::make_unique<OneDnnRelu>(std::move(ctx), shape, who);
 }
 
 }  // namespace dptrain::cpu

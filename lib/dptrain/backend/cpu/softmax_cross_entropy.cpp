@@ -11,15 +11,15 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
  public:
   explicit HostSoftmaxCrossEntropy(const SoftmaxCrossEntropySpec& spec) : spec_(spec) {
     DPTRAIN_CHECK(spec.logits.rank() == 2 && spec.logits[1] > 0,
-                  "softmax_cross_entropy: logits must be [N, classes] but have shape ", spec.logits.to_string());
+                  spec.who, ": logits must be [N, classes] but have shape ", spec.logits.to_string());
     DPTRAIN_CHECK(spec.label_smoothing >= 0.f && spec.label_smoothing < 1.f,
-                  "softmax_cross_entropy: label smoothing must be in [0, 1), not ", spec.label_smoothing);
+                  spec.who, ": label smoothing must be in [0, 1), not ", spec.label_smoothing);
   }
 
   void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss) override {
-    check_cpu_tensor(logits, spec_.logits, "softmax_cross_entropy", "logits");
-    check_cpu_tensor(probabilities, spec_.logits, "softmax_cross_entropy", "probabilities");
-    check_cpu_tensor(loss, Shape{1}, "softmax_cross_entropy", "loss");
+    check_cpu_tensor(logits, spec_.logits, spec_.who, "logits");
+    check_cpu_tensor(probabilities, spec_.logits, spec_.who, "probabilities");
+    check_cpu_tensor(loss, Shape{1}, spec_.who, "loss");
     const std::int32_t* label = checked_labels(labels);
     const std::int64_t rows = spec_.logits[0], classes = spec_.logits[1];
     const double smooth = spec_.label_smoothing, off_target = smooth / static_cast<double>(classes);
@@ -44,8 +44,8 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
   }
 
   void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight, Tensor& dlogits) override {
-    check_cpu_tensor(probabilities, spec_.logits, "softmax_cross_entropy", "probabilities");
-    check_cpu_tensor(dlogits, spec_.logits, "softmax_cross_entropy", "logits gradient");
+    check_cpu_tensor(probabilities, spec_.logits, spec_.who, "probabilities");
+    check_cpu_tensor(dlogits, spec_.logits, spec_.who, "logits gradient");
     const std::int32_t* label = checked_labels(labels);
     const std::int64_t rows = spec_.logits[0], classes = spec_.logits[1];
     const float smooth = spec_.label_smoothing, off_target = smooth / static_cast<float>(classes);
@@ -63,11 +63,11 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
  private:
   const std::int32_t* checked_labels(const Tensor& labels) const {
     DPTRAIN_CHECK(labels.device().is_cpu() && labels.dtype() == DType::i32,
-                  "softmax_cross_entropy: labels must be int32 host memory");
-    check_shape(labels, Shape{spec_.logits[0]}, "softmax_cross_entropy", "labels");
+                  spec_.who, ": labels must be int32 host memory");
+    check_shape(labels, Shape{spec_.logits[0]}, spec_.who, "labels");
     const std::int32_t* label = labels.data<std::int32_t>();
     for (std::int64_t n = 0; n < spec_.logits[0]; ++n) {
-      DPTRAIN_CHECK(label[n] >= 0 && label[n] < spec_.logits[1], "softmax_cross_entropy: sample ", n,
+      DPTRAIN_CHECK(label[n] >= 0 && label[n] < spec_.logits[1], spec_.who, ": sample ", n,
                     " has label ", label[n], " but there are only ", spec_.logits[1], " classes");
     }
     return label;
