@@ -9,5 +9,7 @@ namespace dptrain::app {
 using Command = std::function<int()>;
 
 Command add_info_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
+Command add_bench_command(CLI::App& app);
 
 }  // namespace dptrain::app

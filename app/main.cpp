@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
     commands[app.get_subcommands({}).back()] = std::move(run);
   };
   add(dptrain::app::add_info_command);
+  add(dptrain::app::add_inspect_command);
+  add(dptrain::app::add_bench_command);
 
   try {
     app.parse(argc, argv);

@@ -673,9 +673,19 @@ TEST_CASE("batch_norm and lrn reject inputs that are not 4-D", "[layers][errors]
   Lrn lrn("norm1");
   CHECK_THROWS_WITH(setup(lrn, {Shape{4, 6, 5}}, *backend),
                     Catch::Contains("lrn 'norm1'") && Catch::Contains("[4,6,5]"));
-  // One value per channel gives no batch statistics.
-  CHECK_THROWS_WITH(setup(bn, {Shape{1, 6, 1, 1}}, *backend),
-                    Catch::Contains("batch_norm 'bn1'") && Catch::Contains("[1,6,1,1]"));
+  // One value per channel gives no batch statistics: fine for inference, an error in training.
+  {
+    BatchNorm single("bn_single");
+    const Shape one{1, 6, 1, 1};
+    setup(single, {one}, *backend);
+    const Tensor x = testing::random_tensor(one, 77);
+    PassContext inference;
+    inference.training = false;
+    CHECK_NOTHROW(testing::run_forward(single, one, std::vector<Tensor>{x}, inference));
+    CHECK_THROWS_WITH(testing::run_forward(single, one, std::vector<Tensor>{x}),
+                      Catch::Contains("batch_norm 'bn_single'") && Catch::Contains("[1,6,1,1]") &&
+                          Catch::Contains("one value per channel"));
+  }
   // Two inputs where one is expected.
   CHECK_THROWS_WITH(setup(bn, {Shape{2, 6, 3, 3}, Shape{2, 6, 3, 3}}, *backend),
                     Catch::Contains("batch_norm 'bn1'") && Catch::Contains("takes 1 input(s) but was given 2"));

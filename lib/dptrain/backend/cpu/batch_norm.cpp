@@ -12,8 +12,6 @@ class OneDnnBatchNorm final : public BatchNormPlan {
       : ctx_(std::move(ctx)), spec_(spec), channel_(Shape{spec.input.rank() >= 2 ? spec.input[1] : 0}) {
     DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ",
                   spec.input.to_string());
-    DPTRAIN_CHECK(spec.input[0] * spec.input[2] * spec.input[3] > 1, spec.who, ": input of shape ",
-                  spec.input.to_string(), " has one value per channel; batch statistics need more");
     x_desc_ = plain_desc(spec.input);
     c_desc_ = plain_desc(channel_);
     const auto scale_shift = flags::use_scale | flags::use_shift;
@@ -35,6 +33,8 @@ class OneDnnBatchNorm final : public BatchNormPlan {
                         Tensor& batch_variance) override {
     check_data(x, "input");
     check_data(y, "output");
+    DPTRAIN_CHECK(spec_.input[0] * spec_.input[2] * spec_.input[3] > 1, spec_.who, ": input of shape ",
+                  spec_.input.to_string(), " has one value per channel; training needs more for batch statistics");
     run(*ctx_, train_,
         {{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
          {DNNL_ARG_DST, wrap(*ctx_, x_desc_, y)},

@@ -1,0 +1,80 @@
+// dptrain inspect --model NAME: the layers of a model, their output shapes and parameter counts, the
+// total parameter count and the forward FLOPs per image.
+#include <iomanip>
+#include <iostream>
+
+#include "commands.hpp"
+#include "dptrain/net/models/registry.hpp"
+#include "json_writer.hpp"
+
+namespace dptrain::app {
+namespace {
+struct InspectOptions {
+  std::string model;
+  int image_size = 0;
+  int classes = 1000;
+  bool no_aux = false;
+  bool json = false;
+  bool list = false;
+};
+
+std::int64_t layer_parameters(Layer& layer) {
+  std::int64_t n = 0;
+  for (Parameter& p : layer.parameters()) n += p.value.numel();
+  return n;
+}
+
+int run_inspect(const InspectOptions& o) {
+  if (o.list || o.model.empty()) {
+    for (const ModelInfo& m : model_zoo()) {
+      std::cout << std::left << std::setw(16) << m.name << std::setw(5) << m.default_image_size << m.description
+                << "\n";
+    }
+    if (!o.list) std::cout << "(give --model NAME to see one model's layers)\n";
+    return 0;
+  }
+  auto backend = make_cpu_backend();
+  ModelConfig config;
+  config.image_size = o.image_size;
+  config.classes = o.classes;
+  config.aux_heads = !o.no_aux;
+  auto net = build_model(o.model, *backend, config);
+  const Shape& input = net->image_shape();
+  if (o.json) {
+    JsonWriter j(std::cout);
+    j.field("model", o.model).field("image_size", static_cast<std::int64_t>(input[2])).field("classes", o.classes);
+    j.field("aux_heads", static_cast<int>(config.aux_heads)).field("layers", static_cast<std::int64_t>(net->nodes().size() - 2));
+    j.field("parameters", net->parameter_count()).field("forward_flops_per_image", net->flops_per_sample());
+    j.close();
+    return 0;
+  }
+  std::cout << o.model << ": input " << input.to_string() << ", " << o.classes << " classes\n";
+  std::cout << std::left << std::setw(44) << "layer" << std::setw(22) << "kind" << std::setw(20) << "output"
+            << std::right << std::setw(12) << "parameters" << std::setw(14) << "MFLOP" << "\n";
+  for (const auto& node : net->nodes()) {
+    if (!node.layer) continue;
+    std::cout << std::left << std::setw(44) << node.layer->name() << std::setw(22) << node.layer->kind()
+              << std::setw(20) << node.shape.to_string() << std::right << std::setw(12)
+              << layer_parameters(*node.layer) << std::setw(14) << std::fixed << std::setprecision(1)
+              << node.layer->flops_per_sample() / 1e6 << (node.training_only ? "  (training only)" : "") << "\n";
+  }
+  std::cout << "parameters: " << net->parameter_count() << "\nforward GFLOP per image: " << std::setprecision(3)
+            << net->flops_per_sample() / 1e9 << " (multiply-add = 2 FLOPs)\n";
+  return 0;
+}
+}  // namespace
+
+Command add_inspect_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("inspect", "Show a model's layers, output shapes, parameter count and FLOPs");
+  auto o = std::make_shared<InspectOptions>();
+  cmd->add_option("--model", o->model, "Model name");
+  cmd->add_flag("--list", o->list, "List the models");
+  cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--classes", o->classes, "Number of classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  cmd->add_flag("--no-aux", o->no_aux, "Leave out the auxiliary classifiers (GoogLeNet, Inception-V3)");
+  cmd->add_flag("--json", o->json, "Print a JSON summary instead of the table");
+  return [o] { return run_inspect(*o); };
+}
+
+}  // namespace dptrain::app

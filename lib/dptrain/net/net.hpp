@@ -1,0 +1,66 @@
+#pragma once
+// A network: a DAG of layers kept in topological order. Node 0 is the images, node 1 the labels.
+// Forward runs the nodes in order; backward runs them in reverse, summing the gradients of tensors
+// that feed several layers (an inception module's input), and tells a listener as soon as a layer's
+// parameter gradients are final, which is when the gradient reducer may start sending them.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dptrain/layers/layer.hpp"
+
+namespace dptrain {
+
+class NetBuilder;
+
+class Net {
+ public:
+  using GradientReady = std::function<void(Parameter&)>;
+
+  // The images [N,C,H,W] and labels [N] of the next step.
+  Tensor& images() { return nodes_[0].output; }
+  Tensor& labels() { return nodes_[1].output; }
+  const Shape& image_shape() const { return nodes_[0].shape; }
+
+  // Runs the forward pass and returns the weighted sum of the losses (read on the host).
+  double forward(const PassContext& ctx);
+  // Backward from the losses; parameter gradients are written (not accumulated).
+  void backward();
+  void on_gradient_ready(GradientReady listener) { gradient_ready_ = std::move(listener); }
+
+  // The main classifier's probabilities [N, classes] from the latest forward.
+  const Tensor& probabilities() const;
+  // The loss of each loss layer from the latest forward, unweighted, in build order.
+  std::vector<double> losses() const;
+
+  std::vector<Parameter*> parameters();  // in topological (build) order
+  std::vector<Buffer*> buffers();
+  std::int64_t parameter_count();
+  double flops_per_sample() const;        // forward
+  void initialize(std::uint64_t seed);
+
+  struct Node {
+    std::unique_ptr<Layer> layer;  // null for the two inputs
+    std::vector<int> inputs;
+    Shape shape;
+    Tensor output;
+    Tensor grad;        // d(loss)/d(output), summed over consumers
+    int consumers = 0;  // how many layer inputs read this node
+    bool needs_grad = false;
+    bool is_loss = false;
+    bool training_only = false;  // an auxiliary head: skipped when not training
+  };
+  const std::vector<Node>& nodes() const { return nodes_; }
+  Backend& backend() { return *backend_; }
+
+ private:
+  friend class NetBuilder;
+  Backend* backend_ = nullptr;
+  std::vector<Node> nodes_;
+  int main_loss_ = -1;
+  std::vector<Tensor> scratch_;  // per node: where a second consumer's gradient lands before summing
+  GradientReady gradient_ready_;
+};
+
+}  // namespace dptrain

@@ -1,0 +1,42 @@
+#include "dptrain/train/trainer.hpp"
+
+#include <algorithm>
+
+#include "dptrain/train/accuracy.hpp"
+
+namespace dptrain {
+
+Trainer::Trainer(Net& net, TrainerConfig config)
+    : net_(net),
+      config_(std::move(config)),
+      sgd_(net.backend(), net.parameters(), config_.sgd),
+      schedule_(config_.schedule) {}
+
+StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
+  const PassContext ctx{true, config_.seed, static_cast<std::uint64_t>(epoch), first_sample};
+  const double loss = net_.forward(ctx);
+  net_.backward();
+  const double lr = schedule_.at(step_);
+  sgd_.step(static_cast<float>(lr));
+  ++step_;
+  StepResult result = score(loss);
+  result.learning_rate = lr;
+  return result;
+}
+
+StepResult Trainer::evaluate_batch() {
+  const PassContext ctx{false, config_.seed, 0, 0};
+  return score(net_.forward(ctx));
+}
+
+StepResult Trainer::score(double loss) {
+  StepResult result;
+  result.loss = loss;
+  const Tensor probabilities = net_.backend().to_host(net_.probabilities());
+  const int classes = static_cast<int>(probabilities.shape()[1]);
+  result.top1 = top_k_correct(probabilities, net_.labels(), 1);
+  result.top5 = top_k_correct(probabilities, net_.labels(), std::min(5, classes));
+  return result;
+}
+
+}  // namespace dptrain

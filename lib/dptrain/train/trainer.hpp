@@ -1,0 +1,51 @@
+#pragma once
+// The training loop of one rank: forward, loss, backward, update. Data comes in through the Net's
+// image and label tensors, filled by the caller (a loader or the synthetic source) before each step.
+#include <cstdint>
+#include <memory>
+
+#include "dptrain/net/net.hpp"
+#include "dptrain/optim/schedule.hpp"
+#include "dptrain/optim/sgd.hpp"
+
+namespace dptrain {
+
+struct TrainerConfig {
+  std::uint64_t seed = 1;
+  SgdConfig sgd;
+  ScheduleConfig schedule;
+};
+
+struct StepResult {
+  double loss = 0;           // weighted sum of the losses
+  double learning_rate = 0;
+  std::int64_t top1 = 0;     // correct in this step's batch
+  std::int64_t top5 = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(Net& net, TrainerConfig config);
+
+  // One step on the batch already in net.images()/labels(); `first_sample` is the global index of
+  // this rank's first sample (for dropout); `epoch` keys the randomness.
+  StepResult step(std::int64_t epoch, std::int64_t first_sample);
+  // Forward only, without training-only heads or dropout: for evaluation.
+  StepResult evaluate_batch();
+
+  std::int64_t global_step() const { return step_; }
+  void set_global_step(std::int64_t step) { step_ = step; }
+  Sgd& optimizer() { return sgd_; }
+  const LearningRateSchedule& schedule() const { return schedule_; }
+
+ private:
+  StepResult score(double loss);
+
+  Net& net_;
+  TrainerConfig config_;
+  Sgd sgd_;
+  LearningRateSchedule schedule_;
+  std::int64_t step_ = 0;
+};
+
+}  // namespace dptrain

@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "dptrain/net/models/registry.hpp"
+
+using namespace dptrain;
+
+namespace {
+std::int64_t count(const std::string& model, int classes, bool aux, int batch = 1) {
+  auto backend = make_cpu_backend();
+  ModelConfig c;
+  c.batch = batch;
+  c.classes = classes;
+  c.aux_heads = aux;
+  c.channels = model == "lenet" ? 1 : 3;
+  return build_model(model, *backend, c)->parameter_count();
+}
+}  // namespace
+
+TEST_CASE("every model has its published parameter count", "[net][models]") {
+  CHECK(count("lenet", 10, false) == 431080);         // Caffe's MNIST LeNet
+  CHECK(count("alexnet", 1000, false) == 61100840);   // torchvision alexnet
+  CHECK(count("googlenet", 1000, false) == 6998552);  // bvlc_googlenet, main path
+  CHECK(count("resnet50", 1000, false) == 25557032);  // torchvision resnet50
+  CHECK(count("inception-v3", 1000, false) == 23834568);
+  CHECK(count("inception-v3", 1000, true) == 27161264);  // torchvision inception_v3 with AuxLogits
+  // MXNet's Inception-BN: about 11.3 M (convolutions keep their biases, batch norm has scale and shift).
+  CHECK(std::abs(count("inception-bn", 1000, false) - 11.3e6) / 11.3e6 < 0.01);
+  CHECK(count("inception-mini", 10, false) > 0);
+}
+
+TEST_CASE("unknown models are refused with the list of known ones", "[net][models]") {
+  auto backend = make_cpu_backend();
+  CHECK_THROWS_WITH(build_model("vgg16", *backend, ModelConfig{}),
+                    Catch::Contains("unknown model 'vgg16'") && Catch::Contains("googlenet") &&
+                        Catch::Contains("resnet50"));
+}
+
+TEST_CASE("every model runs forward and backward at batch 2", "[net][models][slow]") {
+  for (const ModelInfo& info : model_zoo()) {
+    DYNAMIC_SECTION(info.name) {
+      auto backend = make_cpu_backend();
+      ModelConfig c;
+      c.batch = 2;
+      c.classes = info.name == "lenet" || info.name == "inception-mini" ? 10 : 1000;
+      c.channels = info.name == "lenet" || info.name == "inception-mini" ? 1 : 3;
+      auto net = build_model(info.name, *backend, c);
+      net->initialize(7);
+      Tensor& images = net->images();
+      for (std::int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = std::sin(0.001f * static_cast<float>(i));
+      net->labels().data<std::int32_t>()[0] = 1;
+      net->labels().data<std::int32_t>()[1] = 3;
+      const double loss = net->forward(PassContext{true, 7, 0, 0});
+      CHECK(std::isfinite(loss));
+      CHECK(loss > 0);
+      net->backward();
+      int without_gradient = 0;
+      for (Parameter* p : net->parameters()) {
+        bool any = false, finite = true;
+        for (std::int64_t i = 0; i < p->grad.numel(); ++i) {
+          const float g = p->grad.data<float>()[i];
+          any = any || g != 0.f;
+          finite = finite && std::isfinite(g);
+        }
+        INFO(p->name);
+        CHECK(finite);
+        without_gradient += !any;
+      }
+      CHECK(without_gradient == 0);
+    }
+  }
+}
