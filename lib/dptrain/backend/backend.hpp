@@ -107,12 +107,16 @@ class Backend {
   virtual std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec&) = 0;
   virtual std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec&) = 0;
 
-  // Memory on this backend's device.
+  // Memory on this backend's device, plain layout.
   virtual Tensor allocate(Shape shape, DType dtype = DType::f32) = 0;
-  virtual Tensor to_host(const Tensor& t) = 0;          // a host copy
+  // An f32 activation or activation gradient, in the layout this backend's kernels read fastest
+  // (blocked8 where possible on the CPU). The layers' plans accept any layout; this one costs no reorder.
+  virtual Tensor allocate_activation(Shape shape) = 0;
+  virtual Tensor to_host(const Tensor& t) = 0;          // a host copy, plain layout
   virtual void copy_from_host(const Tensor& host, Tensor& t) = 0;
 
-  // Element-wise ops on tensors of this device (same element count).
+  // Element-wise ops on tensors of this device (same element count and layout; copy also converts
+  // between layouts).
   virtual void fill(Tensor& t, float value) = 0;
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;                 // y = a + b

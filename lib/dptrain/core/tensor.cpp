@@ -6,7 +6,11 @@
 
 namespace dptrain {
 
-Tensor Tensor::empty(Shape shape, DType dtype) {
+bool blockable(const Shape& shape) { return shape.rank() == 4 && shape[1] > 0 && shape[1] % 8 == 0; }
+
+Tensor Tensor::empty(Shape shape, DType dtype, Layout layout) {
+  DPTRAIN_CHECK(layout == Layout::plain || blockable(shape), "a tensor of shape ", shape.to_string(),
+                " cannot be blocked by 8 channels");
   const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
   constexpr std::size_t alignment = 64;
   const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
@@ -15,22 +19,23 @@ Tensor Tensor::empty(Shape shape, DType dtype) {
     throw Error(detail::concat("out of host memory allocating ", bytes, " bytes for a tensor of shape ",
                                shape.to_string()));
   }
-  return adopt(std::shared_ptr<void>(memory, std::free), std::move(shape), dtype, Device::cpu());
+  return adopt(std::shared_ptr<void>(memory, std::free), std::move(shape), dtype, Device::cpu(), layout);
 }
 
-Tensor Tensor::zeros(Shape shape, DType dtype) {
-  Tensor t = empty(std::move(shape), dtype);
+Tensor Tensor::zeros(Shape shape, DType dtype, Layout layout) {
+  Tensor t = empty(std::move(shape), dtype, layout);
   if (t.bytes()) std::memset(t.raw(), 0, t.bytes());
   return t;
 }
 
-Tensor Tensor::adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device) {
+Tensor Tensor::adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device, Layout layout) {
   Tensor t;
   t.data_ = owner.get();
   t.owner_ = std::move(owner);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
   t.device_ = device;
+  t.layout_ = layout;
   return t;
 }
 
@@ -46,8 +51,11 @@ Tensor Tensor::view(void* data, Shape shape, DType dtype, Device device) {
 Tensor Tensor::reshaped(Shape shape) const {
   DPTRAIN_CHECK(shape.numel() == numel(), "cannot reshape a tensor of shape ", shape_.to_string(), " to ",
                 shape.to_string(), ": element counts differ");
+  DPTRAIN_CHECK(layout_ == Layout::plain || shape_[2] * shape_[3] == 1, "cannot reshape a blocked tensor of shape ",
+                shape_.to_string(), "; make a plain copy first");
   Tensor t = *this;
   t.shape_ = std::move(shape);
+  t.layout_ = Layout::plain;
   return t;
 }
 
@@ -63,9 +71,11 @@ Tensor Tensor::slice_samples(std::int64_t first, std::int64_t count) const {
   return t;
 }
 
-void Tensor::check_access(DType requested) const {
+void Tensor::check_access(DType requested, bool logical) const {
   DPTRAIN_CHECK(requested == dtype_, "tensor of shape ", shape_.to_string(), " holds ", name_of(dtype_),
                 " but was read as ", name_of(requested));
+  DPTRAIN_CHECK(!logical || layout_ == Layout::plain, "tensor of shape ", shape_.to_string(),
+                " is blocked by 8 channels and cannot be read in NCHW order; copy it to a plain tensor");
 }
 
 void check_shape(const Tensor& actual, const Shape& expected, const std::string& who, const char* what) {

@@ -12,15 +12,22 @@
 
 namespace dptrain {
 
+// How a tensor's elements are ordered in memory. `plain` is row-major in the logical shape (NCHW).
+// `blocked8` is oneDNN's nChw8c: a 4-D tensor's channels in blocks of 8, the 8 innermost, which its
+// AVX2 kernels read without a reorder. It is only used when the channels are a multiple of 8, so a
+// blocked tensor has no padding and the same size as a plain one, and each sample stays contiguous.
+enum class Layout : std::uint8_t { plain, blocked8 };
+
 class Tensor {
  public:
   Tensor() = default;
 
   // Host memory, 64-byte aligned (what oneDNN's vector kernels like). Contents are undefined.
-  static Tensor empty(Shape shape, DType dtype = DType::f32);
-  static Tensor zeros(Shape shape, DType dtype = DType::f32);
+  static Tensor empty(Shape shape, DType dtype = DType::f32, Layout layout = Layout::plain);
+  static Tensor zeros(Shape shape, DType dtype = DType::f32, Layout layout = Layout::plain);
   // Adopts memory allocated by a backend; `owner` frees it when the last reference goes.
-  static Tensor adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device);
+  static Tensor adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device,
+                      Layout layout = Layout::plain);
   // A non-owning view: the caller keeps `data` alive longer than the tensor.
   static Tensor view(void* data, Shape shape, DType dtype, Device device = Device::cpu());
 
@@ -28,38 +35,56 @@ class Tensor {
   const Shape& shape() const { return shape_; }
   DType dtype() const { return dtype_; }
   Device device() const { return device_; }
+  Layout layout() const { return layout_; }
   std::int64_t numel() const { return shape_.numel(); }
   std::size_t bytes() const { return static_cast<std::size_t>(numel()) * size_of(dtype_); }
 
   void* raw() { return data_; }
   const void* raw() const { return data_; }
 
-  // Typed access; checks the element type so a wrong cast fails loudly instead of reading garbage.
+  // Typed access in logical (plain) order; checks the element type and the layout, so a wrong cast
+  // or a blocked tensor read as NCHW fails loudly instead of reading garbage.
   template <typename T>
   T* data() {
-    check_access(dtype_of<T>::value);
+    check_access(dtype_of<T>::value, true);
     return static_cast<T*>(data_);
   }
   template <typename T>
   const T* data() const {
-    check_access(dtype_of<T>::value);
+    check_access(dtype_of<T>::value, true);
+    return static_cast<const T*>(data_);
+  }
+  // Typed access in memory order, whatever the layout: for element-wise code on tensors that share one.
+  template <typename T>
+  T* elements() {
+    check_access(dtype_of<T>::value, false);
+    return static_cast<T*>(data_);
+  }
+  template <typename T>
+  const T* elements() const {
+    check_access(dtype_of<T>::value, false);
     return static_cast<const T*>(data_);
   }
 
-  // The same memory with another shape of the same element count.
+  // The same memory with another shape of the same element count (a plain tensor, or a blocked one
+  // whose spatial size is 1x1, which is laid out exactly like a plain one).
   Tensor reshaped(Shape shape) const;
   // Samples [first, first + count) along the outermost axis, as a view.
   Tensor slice_samples(std::int64_t first, std::int64_t count) const;
 
  private:
-  void check_access(DType requested) const;
+  void check_access(DType requested, bool logical) const;
 
   std::shared_ptr<void> owner_;
   void* data_ = nullptr;
   Shape shape_;
   DType dtype_ = DType::f32;
   Device device_;
+  Layout layout_ = Layout::plain;
 };
+
+// Whether a shape may be stored blocked8 (4-D with channels a positive multiple of 8).
+bool blockable(const Shape& shape);
 
 // Fails with a message naming `who` and both shapes when `actual` is not `expected`.
 void check_shape(const Tensor& actual, const Shape& expected, const std::string& who, const char* what);

@@ -74,13 +74,14 @@ std::unique_ptr<Net> NetBuilder::build() {
   nodes[kLabels].output = Tensor::zeros(nodes[kLabels].shape, DType::i32);  // labels stay on the host
   for (std::size_t i = 2; i < nodes.size(); ++i) {
     auto& node = nodes[i];
-    node.output = backend.allocate(node.shape);
+    // Losses are one plain value; everything else is kept in the backend's fastest layout.
+    node.output = node.is_loss ? backend.allocate(node.shape) : backend.allocate_activation(node.shape);
     node.needs_grad = !node.is_loss;
-    if (node.needs_grad) node.grad = backend.allocate(node.shape);
+    if (node.needs_grad) node.grad = backend.allocate_activation(node.shape);
   }
   net_->scratch_.resize(nodes.size());
   for (std::size_t i = 2; i < nodes.size(); ++i) {
-    if (nodes[i].consumers > 1) net_->scratch_[i] = backend.allocate(nodes[i].shape);
+    if (nodes[i].consumers > 1) net_->scratch_[i] = backend.allocate_activation(nodes[i].shape);
   }
   return std::move(net_);
 }

@@ -12,7 +12,10 @@ class OneDnnBatchNorm final : public BatchNormPlan {
       : ctx_(std::move(ctx)), spec_(spec), channel_(Shape{spec.input.rank() >= 2 ? spec.input[1] : 0}) {
     DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ",
                   spec.input.to_string());
-    x_desc_ = plain_desc(spec.input);
+    x_desc_ = layout_desc(spec.input, preferred_layout(spec.input));
+    x_ = Slot(spec.input, x_desc_);
+    y_ = Slot(spec.input, x_desc_);
+    dy_ = Slot(spec.input, x_desc_);
     c_desc_ = plain_desc(channel_);
     const auto scale_shift = flags::use_scale | flags::use_shift;
     auto train = DNNL_CHECK(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
@@ -36,12 +39,13 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     DPTRAIN_CHECK(spec_.input[0] * spec_.input[2] * spec_.input[3] > 1, spec_.who, ": input of shape ",
                   spec_.input.to_string(), " has one value per channel; training needs more for batch statistics");
     run(*ctx_, train_,
-        {{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
-         {DNNL_ARG_DST, wrap(*ctx_, x_desc_, y)},
+        {{DNNL_ARG_SRC, x_.input(*ctx_, x)},
+         {DNNL_ARG_DST, y_.output(*ctx_, y)},
          {DNNL_ARG_SCALE, channel(scale, "scale")},
          {DNNL_ARG_SHIFT, channel(shift, "shift")},
          {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
          {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")}});
+    y_.finish_output(*ctx_, y);
   }
 
   void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& mean,
@@ -49,12 +53,13 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     check_data(x, "input");
     check_data(y, "output");
     run(*ctx_, infer_,
-        {{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
-         {DNNL_ARG_DST, wrap(*ctx_, x_desc_, y)},
+        {{DNNL_ARG_SRC, x_.input(*ctx_, x)},
+         {DNNL_ARG_DST, y_.output(*ctx_, y)},
          {DNNL_ARG_SCALE, channel(scale, "scale")},
          {DNNL_ARG_SHIFT, channel(shift, "shift")},
          {DNNL_ARG_MEAN, channel(mean, "running mean")},
          {DNNL_ARG_VARIANCE, channel(variance, "running variance")}});
+    y_.finish_output(*ctx_, y);
   }
 
   void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& shift,
@@ -64,15 +69,16 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     check_data(dy, "output gradient");
     check_data(dx, "input gradient");
     run(*ctx_, bwd_,
-        {{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
-         {DNNL_ARG_DIFF_DST, wrap(*ctx_, x_desc_, dy)},
+        {{DNNL_ARG_SRC, x_.input(*ctx_, x)},
+         {DNNL_ARG_DIFF_DST, dy_.input(*ctx_, dy)},
          {DNNL_ARG_SCALE, channel(scale, "scale")},
          {DNNL_ARG_SHIFT, channel(shift, "shift")},
          {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
          {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")},
-         {DNNL_ARG_DIFF_SRC, wrap(*ctx_, x_desc_, dx)},
+         {DNNL_ARG_DIFF_SRC, y_.output(*ctx_, dx)},
          {DNNL_ARG_DIFF_SCALE, channel(dscale, "scale gradient")},
          {DNNL_ARG_DIFF_SHIFT, channel(dshift, "shift gradient")}});
+    y_.finish_output(*ctx_, dx);
   }
 
  private:
@@ -86,6 +92,7 @@ class OneDnnBatchNorm final : public BatchNormPlan {
   BatchNormSpec spec_;
   Shape channel_;
   dnnl::memory::desc x_desc_, c_desc_;
+  Slot x_, y_, dy_;  // y_ also carries the input gradient
   dnnl::batch_normalization_forward::primitive_desc train_pd_;
   dnnl::primitive train_, infer_, bwd_;
 };

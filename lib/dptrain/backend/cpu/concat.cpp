@@ -1,5 +1,6 @@
-// Concatenation along channels and its inverse. Each input is a contiguous block per sample, so both
-// directions are one memcpy per (sample, input): memory-bound, nothing for oneDNN to add.
+// Concatenation along channels and its inverse. Each input is a contiguous block per sample, in the
+// plain layout and in blocked8 alike (whole channel blocks), so when all tensors share a layout both
+// directions are one memcpy per (sample, input). Mixed layouts go through plain staging copies.
 #include <cstring>
 #include <vector>
 
@@ -9,35 +10,74 @@ namespace dptrain::cpu {
 namespace {
 class HostConcat final : public ConcatPlan {
  public:
-  HostConcat(std::span<const Shape> inputs, std::string who)
-      : inputs_(inputs.begin(), inputs.end()), who_(std::move(who)), output_(concat_output_shape(inputs, who_)) {}
+  HostConcat(DnnlContextPtr ctx, std::span<const Shape> inputs, std::string who)
+      : ctx_(std::move(ctx)),
+        inputs_(inputs.begin(), inputs.end()),
+        who_(std::move(who)),
+        output_(concat_output_shape(inputs, who_)),
+        staged_(inputs_.size()) {}
 
   void forward(std::span<const Tensor* const> inputs, Tensor& y) override {
     check_count(inputs.size());
     check_cpu_tensor(y, output_, who_, "output");
-    for_each_block(inputs.size(), [&](std::size_t i, std::int64_t n, std::size_t out_offset, std::size_t count) {
-      check_once(*inputs[i], i, n, "input");
-      std::memcpy(y.data<float>() + out_offset, inputs[i]->data<float>() + n * inputs_[i].per_sample(),
+    for (std::size_t i = 0; i < inputs.size(); ++i) check_cpu_tensor(*inputs[i], inputs_[i], who_, "input");
+    std::vector<const Tensor*> sources(inputs.begin(), inputs.end());
+    Tensor* target = &y;
+    if (!same_layout(inputs, y)) {
+      for (std::size_t i = 0; i < sources.size(); ++i) sources[i] = &plain_copy(i, *sources[i]);
+      target = &plain_output();
+    }
+    for_each_block(sources.size(), [&](std::size_t i, std::int64_t n, std::size_t out_offset, std::size_t count) {
+      std::memcpy(target->elements<float>() + out_offset, sources[i]->elements<float>() + n * inputs_[i].per_sample(),
                   count * sizeof(float));
     });
+    if (target != &y) reorder_tensor(*ctx_, *target, y);
   }
 
   void backward(const Tensor& dy, std::span<Tensor* const> dinputs) override {
     check_count(dinputs.size());
     check_cpu_tensor(dy, output_, who_, "output gradient");
+    for (std::size_t i = 0; i < dinputs.size(); ++i) check_cpu_tensor(*dinputs[i], inputs_[i], who_, "input gradient");
+    const bool same = same_layout(dinputs, dy);
+    const Tensor* source = &dy;
+    if (!same) {
+      reorder_tensor(*ctx_, dy, plain_output());
+      source = &plain_output();
+    }
     for_each_block(dinputs.size(), [&](std::size_t i, std::int64_t n, std::size_t out_offset, std::size_t count) {
-      check_once(*dinputs[i], i, n, "input gradient");
-      std::memcpy(dinputs[i]->data<float>() + n * inputs_[i].per_sample(), dy.data<float>() + out_offset,
+      Tensor& target = same ? *dinputs[i] : plain_staging(i);
+      std::memcpy(target.elements<float>() + n * inputs_[i].per_sample(), source->elements<float>() + out_offset,
                   count * sizeof(float));
     });
+    if (!same) {
+      for (std::size_t i = 0; i < dinputs.size(); ++i) reorder_tensor(*ctx_, plain_staging(i), *dinputs[i]);
+    }
   }
 
  private:
   void check_count(std::size_t count) const {
     DPTRAIN_CHECK(count == inputs_.size(), who_, ": made for ", inputs_.size(), " inputs but given ", count);
   }
-  void check_once(const Tensor& t, std::size_t i, std::int64_t n, const char* what) const {
-    if (n == 0) check_cpu_tensor(t, inputs_[i], who_, what);
+  template <typename Tensors>
+  static bool same_layout(const Tensors& tensors, const Tensor& other) {
+    for (const Tensor* t : tensors) {
+      if (t->layout() != other.layout()) return false;
+    }
+    return true;
+  }
+  Tensor& plain_staging(std::size_t i) {
+    if (!staged_[i].defined() || staged_[i].numel() == 0) staged_[i] = Tensor::empty(inputs_[i]);
+    return staged_[i];
+  }
+  // Input i in the plain layout: itself, or a copy in its staging tensor.
+  const Tensor& plain_copy(std::size_t i, const Tensor& t) {
+    if (t.layout() == Layout::plain) return t;
+    reorder_tensor(*ctx_, t, plain_staging(i));
+    return plain_staging(i);
+  }
+  Tensor& plain_output() {
+    if (!staged_output_.defined() || staged_output_.numel() == 0) staged_output_ = Tensor::empty(output_);
+    return staged_output_;
   }
   // Calls fn(input, sample, offset in the output, element count) for every contiguous block.
   template <typename Fn>
@@ -53,14 +93,17 @@ class HostConcat final : public ConcatPlan {
     }
   }
 
+  DnnlContextPtr ctx_;
   std::vector<Shape> inputs_;
   std::string who_;
   Shape output_;
+  std::vector<Tensor> staged_;  // plain copies, only when layouts are mixed
+  Tensor staged_output_;
 };
 }  // namespace
 
-std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> inputs, const std::string& who) {
-  return std::make_unique<HostConcat>(inputs, who);
+std::unique_ptr<ConcatPlan> make_concat(DnnlContextPtr ctx, std::span<const Shape> inputs, const std::string& who) {
+  return std::make_unique<HostConcat>(std::move(ctx), inputs, who);
 }
 
 }  // namespace dptrain::cpu

@@ -1,5 +1,6 @@
 // Convolution on oneDNN. The primitives choose their own (blocked) layouts through format_tag::any,
-// which is several times faster than forcing NCHW; LayoutBridge reorders our plain tensors in and out.
+// which is several times faster than forcing NCHW; a Slot reorders a tensor in another layout in and
+// out (activations kept blocked8 need none).
 #include "dptrain/backend/cpu/plans.hpp"
 
 namespace dptrain::cpu {
@@ -48,16 +49,16 @@ class OneDnnConvolution final : public ConvolutionPlan {
     bwd_w_pd_ = DNNL_CHECK(dnnl::convolution_backward_weights::primitive_desc(bwd_w_desc, engine, fwd_pd_));
     bwd_w_ = DNNL_CHECK(dnnl::convolution_backward_weights(bwd_w_pd_));
 
-    const auto plain_x = plain_desc(spec.input), plain_w = plain_desc(weight_), plain_y = plain_desc(output_);
-    fwd_x_ = LayoutBridge(*ctx_, plain_x, fwd_pd_.src_desc());
-    fwd_w_ = LayoutBridge(*ctx_, plain_w, fwd_pd_.weights_desc());
-    fwd_y_ = LayoutBridge(*ctx_, plain_y, fwd_pd_.dst_desc());
-    bd_dy_ = LayoutBridge(*ctx_, plain_y, bwd_data_pd_.diff_dst_desc());
-    bd_w_ = LayoutBridge(*ctx_, plain_w, bwd_data_pd_.weights_desc());
-    bd_dx_ = LayoutBridge(*ctx_, plain_x, bwd_data_pd_.diff_src_desc());
-    bw_x_ = LayoutBridge(*ctx_, plain_x, bwd_w_pd_.src_desc());
-    bw_dy_ = LayoutBridge(*ctx_, plain_y, bwd_w_pd_.diff_dst_desc());
-    bw_dw_ = LayoutBridge(*ctx_, plain_w, bwd_w_pd_.diff_weights_desc());
+    const Shape& x = spec.input;
+    fwd_x_ = Slot(x, fwd_pd_.src_desc());
+    fwd_w_ = Slot(weight_, fwd_pd_.weights_desc());
+    fwd_y_ = Slot(output_, fwd_pd_.dst_desc());
+    bd_dy_ = Slot(output_, bwd_data_pd_.diff_dst_desc());
+    bd_w_ = Slot(weight_, bwd_data_pd_.weights_desc());
+    bd_dx_ = Slot(x, bwd_data_pd_.diff_src_desc());
+    bw_x_ = Slot(x, bwd_w_pd_.src_desc());
+    bw_dy_ = Slot(output_, bwd_w_pd_.diff_dst_desc());
+    bw_dw_ = Slot(weight_, bwd_w_pd_.diff_weights_desc());
   }
 
   void forward(const Tensor& x, const Tensor& weight, const Tensor& b, Tensor& y) override {
@@ -109,7 +110,7 @@ class OneDnnConvolution final : public ConvolutionPlan {
   dnnl::convolution_backward_data::primitive_desc bwd_data_pd_;
   dnnl::convolution_backward_weights::primitive_desc bwd_w_pd_;
   dnnl::primitive fwd_, bwd_data_, bwd_w_;
-  LayoutBridge fwd_x_, fwd_w_, fwd_y_, bd_dy_, bd_w_, bd_dx_, bw_x_, bw_dy_, bw_dw_;
+  Slot fwd_x_, fwd_w_, fwd_y_, bd_dy_, bd_w_, bd_dx_, bw_x_, bw_dy_, bw_dw_;
 };
 }  // namespace
 

@@ -28,27 +28,53 @@ void check_cpu_tensor(const Tensor& t, const Shape& expected, const std::string&
   check_shape(t, expected, op, what);
 }
 
-LayoutBridge::LayoutBridge(const DnnlContext& ctx, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted)
-    : user_(user), wanted_(wanted), same_(user == wanted) {
-  if (same_) return;
-  staging_ = DNNL_CHECK(dnnl::memory(wanted_, ctx.engine));
-  to_wanted_ = DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, user_, ctx.engine, wanted_)));
-  to_user_ = DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, wanted_, ctx.engine, user_)));
+dnnl::memory::desc layout_desc(const Shape& shape, Layout layout) {
+  return layout == Layout::blocked8 ? plain_desc(shape, dnnl_tag::aBcd8b) : plain_desc(shape);
 }
 
-dnnl::memory LayoutBridge::input(DnnlContext& ctx, const Tensor& t) {
-  dnnl::memory user = wrap(ctx, user_, t);
-  if (same_) return user;
-  run(ctx, to_wanted_, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, staging_}});
-  return staging_;
+Layout preferred_layout(const Shape& shape) { return blockable(shape) ? Layout::blocked8 : Layout::plain; }
+
+Slot::Bridge& Slot::bridge(DnnlContext& ctx, Layout layout) {
+  auto& b = bridges_[static_cast<int>(layout)];
+  if (!b) {
+    b = std::make_unique<Bridge>();
+    b->user = layout_desc(shape_, layout);
+    b->same = b->user == wanted_;
+    if (!b->same) {
+      b->staging = DNNL_CHECK(dnnl::memory(wanted_, ctx.engine));
+      b->to_wanted = DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, b->user, ctx.engine, wanted_)));
+      b->to_user = DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, wanted_, ctx.engine, b->user)));
+    }
+  }
+  return *b;
 }
 
-dnnl::memory LayoutBridge::output(DnnlContext& ctx, Tensor& t) { return same_ ? wrap(ctx, user_, t) : staging_; }
+dnnl::memory Slot::input(DnnlContext& ctx, const Tensor& t) {
+  Bridge& b = bridge(ctx, t.layout());
+  dnnl::memory user = wrap(ctx, b.user, t);
+  if (b.same) return user;
+  run(ctx, b.to_wanted, {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, b.staging}});
+  return b.staging;
+}
 
-void LayoutBridge::finish_output(DnnlContext& ctx, Tensor& t) {
-  if (same_) return;
-  dnnl::memory user = wrap(ctx, user_, t);
-  run(ctx, to_user_, {{DNNL_ARG_FROM, staging_}, {DNNL_ARG_TO, user}});
+dnnl::memory Slot::output(DnnlContext& ctx, Tensor& t) {
+  Bridge& b = bridge(ctx, t.layout());
+  return b.same ? wrap(ctx, b.user, t) : b.staging;
+}
+
+void Slot::finish_output(DnnlContext& ctx, Tensor& t) {
+  Bridge& b = bridge(ctx, t.layout());
+  if (b.same) return;
+  run(ctx, b.to_user, {{DNNL_ARG_FROM, b.staging}, {DNNL_ARG_TO, wrap(ctx, b.user, t)}});
+}
+
+void reorder_tensor(DnnlContext& ctx, const Tensor& src, Tensor& dst) {
+  DPTRAIN_CHECK(src.shape() == dst.shape() && src.dtype() == DType::f32 && dst.dtype() == DType::f32,
+                "reorder: tensors of shapes ", src.shape().to_string(), " and ", dst.shape().to_string(),
+                " (or element types) differ");
+  dnnl::memory from = wrap(ctx, layout_desc(src.shape(), src.layout()), src);
+  dnnl::memory to = wrap(ctx, layout_desc(dst.shape(), dst.layout()), dst);
+  run(ctx, DNNL_CHECK(dnnl::reorder(from, to)), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
 void run(DnnlContext& ctx, const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {

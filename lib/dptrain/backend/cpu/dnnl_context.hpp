@@ -30,26 +30,42 @@ dnnl::memory wrap(const DnnlContext& ctx, const dnnl::memory::desc& desc, const 
 // Tensors passed to a CPU plan must be f32 host tensors with the shape the plan was made for.
 void check_cpu_tensor(const Tensor& t, const Shape& expected, const std::string& op, const char* what);
 
-// Moves data between a tensor in plain layout and the layout a primitive chose (format_tag::any).
-// When the two agree, the tensor's memory is used directly and no copy happens.
-class LayoutBridge {
+// The oneDNN descriptor of a tensor of this shape stored in this layout.
+dnnl::memory::desc layout_desc(const Shape& shape, Layout layout);
+// The layout the CPU backend keeps activations in: blocked8 where the shape allows it (what the AVX2
+// convolution, pooling, LRN and batch-norm kernels read natively), plain otherwise.
+Layout preferred_layout(const Shape& shape);
+
+// One tensor argument of a primitive. The primitive was made for one memory layout (`wanted`); the
+// tensor passed at run time may be plain or blocked. When they agree, the tensor's memory is used
+// directly; otherwise the data is reordered through a staging buffer (one per layout, made once).
+class Slot {
  public:
-  LayoutBridge() = default;
-  LayoutBridge(const DnnlContext& ctx, const dnnl::memory::desc& user, const dnnl::memory::desc& wanted);
-  // The primitive's view of `t` as an input (reordered in when layouts differ).
+  Slot() = default;
+  Slot(Shape shape, dnnl::memory::desc wanted) : shape_(std::move(shape)), wanted_(std::move(wanted)) {}
+  const dnnl::memory::desc& wanted() const { return wanted_; }
+  // The primitive's view of `t` as an input.
   dnnl::memory input(DnnlContext& ctx, const Tensor& t);
   // Memory the primitive writes; call finish_output(t) after executing to move it into `t`.
   dnnl::memory output(DnnlContext& ctx, Tensor& t);
   void finish_output(DnnlContext& ctx, Tensor& t);
 
  private:
-  dnnl::memory::desc user_;
+  struct Bridge {
+    dnnl::memory::desc user;
+    bool same = true;
+    dnnl::memory staging;
+    dnnl::reorder to_wanted, to_user;
+  };
+  Bridge& bridge(DnnlContext& ctx, Layout layout);
+
+  Shape shape_;
   dnnl::memory::desc wanted_;
-  dnnl::memory staging_;  // only when layouts differ, with the two reorders made once
-  dnnl::reorder to_wanted_;
-  dnnl::reorder to_user_;
-  bool same_ = true;
+  std::unique_ptr<Bridge> bridges_[2];  // indexed by Layout
 };
+
+// Copies between two host tensors of one shape, reordering when their layouts differ.
+void reorder_tensor(DnnlContext& ctx, const Tensor& src, Tensor& dst);
 
 // Executes a primitive on the context's stream and waits for it (CPU primitives are synchronous anyway).
 void run(DnnlContext& ctx, const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);

@@ -16,6 +16,8 @@ class OneDnnLinear final : public LinearPlan {
                   spec.input.to_string());
     DPTRAIN_CHECK(spec.out_features > 0, spec.who, ": out_features must be positive");
     x_desc_ = plain_desc(Shape{spec.input[0], spec.input.per_sample()});
+    // The primitive reads the input as plain [N, features]; a blocked input is reordered to plain first.
+    x_ = Slot(spec.input, layout_desc(spec.input, Layout::plain));
     w_desc_ = plain_desc(weight_);
     b_desc_ = plain_desc(bias_);
     y_desc_ = plain_desc(output_);
@@ -38,7 +40,7 @@ class OneDnnLinear final : public LinearPlan {
     check_cpu_tensor(x, spec_.input, spec_.who, "input");
     check_cpu_tensor(weight, weight_, spec_.who, "weight");
     check_cpu_tensor(y, output_, spec_.who, "output");
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, flat(x_.input(*ctx_, x))},
                                                {DNNL_ARG_WEIGHTS, wrap(*ctx_, w_desc_, weight)},
                                                {DNNL_ARG_DST, wrap(*ctx_, y_desc_, y)}};
     if (spec_.bias) {
@@ -55,14 +57,15 @@ class OneDnnLinear final : public LinearPlan {
     run(*ctx_, bwd_data_,
         {{DNNL_ARG_DIFF_DST, wrap(*ctx_, y_desc_, dy)},
          {DNNL_ARG_WEIGHTS, wrap(*ctx_, w_desc_, weight)},
-         {DNNL_ARG_DIFF_SRC, wrap(*ctx_, x_desc_, dx)}});
+         {DNNL_ARG_DIFF_SRC, flat(x_.output(*ctx_, dx))}});
+    x_.finish_output(*ctx_, dx);
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {
     check_cpu_tensor(x, spec_.input, spec_.who, "input");
     check_cpu_tensor(dy, output_, spec_.who, "output gradient");
     check_cpu_tensor(dweight, weight_, spec_.who, "weight gradient");
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, x_desc_, x)},
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, flat(x_.input(*ctx_, x))},
                                                {DNNL_ARG_DIFF_DST, wrap(*ctx_, y_desc_, dy)},
                                                {DNNL_ARG_DIFF_WEIGHTS, wrap(*ctx_, w_desc_, dweight)}};
     if (spec_.bias) {
@@ -73,8 +76,14 @@ class OneDnnLinear final : public LinearPlan {
   }
 
  private:
+  // The same plain memory seen as [N, features].
+  dnnl::memory flat(const dnnl::memory& m) const {
+    return DNNL_CHECK(dnnl::memory(x_desc_, ctx_->engine, m.get_data_handle()));
+  }
+
   DnnlContextPtr ctx_;
   LinearSpec spec_;
+  Slot x_;
   Shape weight_, bias_, output_;
   dnnl::memory::desc x_desc_, w_desc_, b_desc_, y_desc_;
   dnnl::primitive fwd_, bwd_data_, bwd_weights_;

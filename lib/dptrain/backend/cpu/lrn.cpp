@@ -12,7 +12,10 @@ class OneDnnLrn final : public LrnPlan {
     DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ", spec.input.to_string());
     DPTRAIN_CHECK(spec.size > 0 && spec.size % 2 == 1, spec.who, ": the window size must be odd and positive, not ",
                   spec.size);
-    desc_ = plain_desc(spec.input);
+    desc_ = layout_desc(spec.input, preferred_layout(spec.input));  // oneDNN's nchw LRN backward is a slow reference
+    x_ = Slot(spec.input, desc_);
+    y_ = Slot(spec.input, desc_);
+    dy_ = Slot(spec.input, desc_);
     auto fwd = DNNL_CHECK(dnnl::lrn_forward::desc(dnnl::prop_kind::forward_training, kAcross, desc_, spec.size,
                                                   spec.alpha, spec.beta, spec.k));
     auto fwd_pd = DNNL_CHECK(dnnl::lrn_forward::primitive_desc(fwd, ctx_->engine));
@@ -27,27 +30,31 @@ class OneDnnLrn final : public LrnPlan {
   void forward(const Tensor& x, Tensor& y, bool /*training*/) override {
     check_cpu_tensor(x, spec_.input, spec_.who, "input");
     check_cpu_tensor(y, spec_.input, spec_.who, "output");
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, desc_, x)},
-                                               {DNNL_ARG_DST, wrap(*ctx_, desc_, y)}};
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)},
+                                               {DNNL_ARG_DST, y_.output(*ctx_, y)}};
     if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
     run(*ctx_, fwd_, args);
+    y_.finish_output(*ctx_, y);
   }
 
   void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
     check_cpu_tensor(x, spec_.input, spec_.who, "input");
     check_cpu_tensor(dy, spec_.input, spec_.who, "output gradient");
     check_cpu_tensor(dx, spec_.input, spec_.who, "input gradient");
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, wrap(*ctx_, desc_, x)},
-                                               {DNNL_ARG_DIFF_DST, wrap(*ctx_, desc_, dy)},
-                                               {DNNL_ARG_DIFF_SRC, wrap(*ctx_, desc_, dx)}};
+    // The input and the output gradient use separate slots: their staging buffers must not alias.
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)},
+                                               {DNNL_ARG_DIFF_DST, dy_.input(*ctx_, dy)},
+                                               {DNNL_ARG_DIFF_SRC, y_.output(*ctx_, dx)}};
     if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
     run(*ctx_, bwd_, args);
+    y_.finish_output(*ctx_, dx);
   }
 
  private:
   DnnlContextPtr ctx_;
   LrnSpec spec_;
   dnnl::memory::desc desc_;
+  Slot x_, y_, dy_;  // y_ also carries the input gradient
   dnnl::primitive fwd_, bwd_;
   dnnl::memory workspace_;
 };

@@ -13,6 +13,13 @@ void check_same_size(const Tensor& a, const Tensor& b, const char* op) {
   DPTRAIN_CHECK(a.device().is_cpu() && b.device().is_cpu(), op, ": the CPU backend needs host tensors");
 }
 
+// Element-wise ops run on memory order, which is only meaningful when both tensors share a layout.
+void check_same_layout(const Tensor& a, const Tensor& b, const char* op) {
+  check_same_size(a, b, op);
+  DPTRAIN_CHECK(a.layout() == b.layout(), op, ": tensors of shape ", a.shape().to_string(),
+                " are in different layouts (plain and blocked)");
+}
+
 // Best of several runs of a square sgemm large enough to be compute-bound (2 * n^3 flops each).
 double measure_sgemm_gflops() {
   constexpr dnnl_dim_t n = 1536;
@@ -48,7 +55,7 @@ class OneDnnBackend final : public Backend {
   }
   std::unique_ptr<LrnPlan> make_lrn(const LrnSpec& s) override { return cpu::make_lrn(ctx_, s); }
   std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> s, const std::string& who) override {
-    return cpu::make_concat(s, who);
+    return cpu::make_concat(ctx_, s, who);
   }
   std::unique_ptr<LinearPlan> make_linear(const LinearSpec& s) override { return cpu::make_linear(ctx_, s); }
   std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& s) override {
@@ -57,42 +64,54 @@ class OneDnnBackend final : public Backend {
   std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& s) override { return cpu::make_dropout(s); }
 
   Tensor allocate(Shape shape, DType dtype) override { return Tensor::empty(std::move(shape), dtype); }
+  Tensor allocate_activation(Shape shape) override {
+    const Layout layout = preferred_layout(shape);
+    return Tensor::empty(std::move(shape), DType::f32, layout);
+  }
   Tensor to_host(const Tensor& t) override {
     Tensor copy_of = Tensor::empty(t.shape(), t.dtype());
-    if (t.bytes()) std::memcpy(copy_of.raw(), t.raw(), t.bytes());
+    copy(t, copy_of);
     return copy_of;
   }
   void copy_from_host(const Tensor& host, Tensor& t) override { copy(host, t); }
 
   void fill(Tensor& t, float value) override {
-    float* p = t.data<float>();
-    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = value;
+    float* p = t.elements<float>();
+    const std::int64_t count = t.numel();
+    for (std::int64_t i = 0; i < count; ++i) p[i] = value;
   }
   void copy(const Tensor& src, Tensor& dst) override {
     check_same_size(src, dst, "copy");
     DPTRAIN_CHECK(src.dtype() == dst.dtype(), "copy: element types differ");
-    if (src.raw() != dst.raw() && src.bytes()) std::memmove(dst.raw(), src.raw(), src.bytes());
+    if (src.layout() != dst.layout()) {
+      reorder_tensor(*ctx_, src, dst);
+    } else if (src.raw() != dst.raw() && src.bytes()) {
+      std::memmove(dst.raw(), src.raw(), src.bytes());
+    }
   }
   void add(const Tensor& a, const Tensor& b, Tensor& y) override {
-    check_same_size(a, b, "add");
-    check_same_size(a, y, "add");
-    const float *pa = a.data<float>(), *pb = b.data<float>();
-    float* py = y.data<float>();
-    for (std::int64_t i = 0; i < y.numel(); ++i) py[i] = pa[i] + pb[i];
+    check_same_layout(a, b, "add");
+    check_same_layout(a, y, "add");
+    const float *pa = a.elements<float>(), *pb = b.elements<float>();
+    float* py = y.elements<float>();
+    const std::int64_t count = y.numel();
+    for (std::int64_t i = 0; i < count; ++i) py[i] = pa[i] + pb[i];
   }
   void axpby(float alpha, const Tensor& x, float beta, Tensor& y) override {
-    check_same_size(x, y, "axpby");
-    const float* px = x.data<float>();
-    float* py = y.data<float>();
-    for (std::int64_t i = 0; i < y.numel(); ++i) py[i] = alpha * px[i] + beta * py[i];
+    check_same_layout(x, y, "axpby");
+    const float* px = x.elements<float>();
+    float* py = y.elements<float>();
+    const std::int64_t count = y.numel();
+    for (std::int64_t i = 0; i < count; ++i) py[i] = alpha * px[i] + beta * py[i];
   }
   void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& h) override {
-    check_same_size(weight, grad, "sgd_update");
-    check_same_size(weight, velocity, "sgd_update");
-    float* w = weight.data<float>();
-    const float* g = grad.data<float>();
-    float* v = velocity.data<float>();
-    for (std::int64_t i = 0; i < weight.numel(); ++i) {
+    check_same_layout(weight, grad, "sgd_update");
+    check_same_layout(weight, velocity, "sgd_update");
+    float* w = weight.elements<float>();
+    const float* g = grad.elements<float>();
+    float* v = velocity.elements<float>();
+    const std::int64_t count = weight.numel();
+    for (std::int64_t i = 0; i < count; ++i) {
       const float decayed = g[i] + h.weight_decay * w[i];
       v[i] = h.momentum * v[i] + decayed;
       w[i] -= h.learning_rate * (h.nesterov ? decayed + h.momentum * v[i] : v[i]);

@@ -11,7 +11,7 @@ std::unique_ptr<BatchNormPlan> make_batch_norm(DnnlContextPtr ctx, const BatchNo
 std::unique_ptr<ReluPlan> make_relu(DnnlContextPtr ctx, const Shape& shape, const std::string& who);
 std::unique_ptr<LrnPlan> make_lrn(DnnlContextPtr ctx, const LrnSpec& spec);
 std::unique_ptr<LinearPlan> make_linear(DnnlContextPtr ctx, const LinearSpec& spec);
-std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> inputs, const std::string& who);
+std::unique_ptr<ConcatPlan> make_concat(DnnlContextPtr ctx, std::span<const Shape> inputs, const std::string& who);
 std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& spec);
 std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& spec);
 
