@@ -29,7 +29,7 @@ double measure_sgemm_gflops() {
     b.data<float>()[i] = static_cast<float>(i % 5) * 0.1f;
   }
   double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < 10; ++rep) {
     const auto start = std::chrono::steady_clock::now();
     DNNL_CHECK(dnnl_sgemm('N', 'N', n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
