@@ -11,5 +11,7 @@ using Command = std::function<int()>;
 Command add_info_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_data_command(CLI::App& app);
+Command add_train_command(CLI::App& app);
 
 }  // namespace dptrain::app

@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   add(dptrain::app::add_info_command);
   add(dptrain::app::add_inspect_command);
   add(dptrain::app::add_bench_command);
+  add(dptrain::app::add_data_command);
+  add(dptrain::app::add_train_command);
 
   try {
     app.parse(argc, argv);

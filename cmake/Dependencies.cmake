@@ -38,6 +38,12 @@ dptrain_require(CLI11_FOUND "CLI11 (command line)" libcli11-dev cli11)
 pkg_check_modules(TURBOJPEG QUIET IMPORTED_TARGET libturbojpeg)
 dptrain_require(TURBOJPEG_FOUND "libjpeg-turbo (TurboJPEG API)" libturbojpeg0-dev libjpeg-turbo)
 
+find_package(nlohmann_json 3 CONFIG QUIET)
+dptrain_require(nlohmann_json_FOUND "nlohmann-json (manifests and metrics)" nlohmann-json3-dev nlohmann-json)
+
+find_package(ZLIB QUIET)
+dptrain_require(ZLIB_FOUND "zlib (Fashion-MNIST's gzip files, checksums)" zlib1g-dev zlib)
+
 if(DPTRAIN_BUILD_TESTS)
   find_package(Catch2 2 CONFIG QUIET)
   dptrain_require(Catch2_FOUND "Catch2 v2 (tests)" catch2 "catch2@2")

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The demo `make demo` runs: what this build can do, on this machine. (It becomes the Fashion-MNIST
-# training job when the data pipeline lands.)
+# `make demo`: convert Fashion-MNIST (once), train inception-mini on it for two epochs, evaluate on
+# the 10,000 test images after each epoch, and print the accuracy and images/sec. About 4 minutes on
+# two cores; the validation top-1 accuracy ends near 0.91.
 set -euo pipefail
 dptrain=${1:-build/cpu/app/dptrain}
-echo "== dptrain info"
+data=${DPTRAIN_DEMO_DATA:-build/data/fashion-mnist}
 "$dptrain" info
 echo
-echo "== dptrain inspect --list"
-"$dptrain" inspect --list
+"$dptrain" data convert fashion-mnist "$data"
 echo
-echo "== dptrain bench --model inception-mini --batch-size 64 --steps 10 --warmup 2 --classes 10 --image-size 28"
-"$dptrain" bench --model inception-mini --batch-size 64 --steps 10 --warmup 2 --classes 10 --image-size 28
+"$dptrain" train --model inception-mini --data "$data" --epochs 2 --batch-size 64 --lr 0.8 \
+  --warmup-epochs 0.1 --flip --log-every 200 --metrics build/demo-metrics.jsonl
+echo
+echo "Per-step and per-evaluation metrics (JSON lines): build/demo-metrics.jsonl"

@@ -6,7 +6,8 @@ set -euo pipefail
 
 # Debian packages, grouped by why we need them.
 build_pkgs=(cmake g++ make pkg-config)
-lib_pkgs=(libdnnl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libcli11-dev catch2 libturbojpeg0-dev)
+lib_pkgs=(libdnnl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libcli11-dev catch2 libturbojpeg0-dev
+          nlohmann-json3-dev zlib1g-dev)
 data_pkgs=(dataset-fashion-mnist)
 cluster_pkgs=(slurm-wlm munge gnuplot-nox)
 all_pkgs=("${build_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}" "${cluster_pkgs[@]}")
@@ -15,7 +16,8 @@ if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>
   cat <<MSG
 install-deps: this is not a Debian-like system, so nothing was installed.
 Install these (or their equivalents) yourself: a C++20 compiler, CMake >= 3.25, oneDNN, Open MPI,
-HDF5 (C library and tools), CLI11, Catch2 v2, libjpeg-turbo, and optionally CUDA + cuDNN + NCCL.
+HDF5 (C library and tools), CLI11, Catch2 v2, libjpeg-turbo, nlohmann-json, zlib, and optionally
+CUDA + cuDNN + NCCL.
 With Spack:  spack env activate . && spack concretize && spack install   (see README.md)
 MSG
   exit 0

@@ -1,0 +1,23 @@
+#pragma once
+// `dptrain data verify DIR`: checks a dataset directory the way training would read it, before a
+// long job finds out. For every shard of every split in manifest.json: the file exists, its header
+// and dataset sizes match the manifest (ShardReader's validation), its labels are in range, and its
+// CRC-32 matches the manifest's checksum.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dptrain::datasets {
+
+struct VerifyReport {
+  std::vector<std::string> problems;  // one sentence each, naming the file
+  std::string summary;                // what was checked
+  std::int64_t shards = 0, samples = 0;
+  bool ok() const { return problems.empty(); }
+};
+
+// An unreadable or invalid manifest is an Error; problems with shards are collected, so one run
+// lists every bad file.
+VerifyReport verify_dataset(const std::string& directory);
+
+}  // namespace dptrain::datasets

@@ -1,0 +1,60 @@
+#pragma once
+// Thin RAII over HDF5 ids: each handle closes its id with the right H5*close when it goes, so an
+// exception thrown half-way through reading a shard leaks nothing.
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dptrain/core/check_hdf5.hpp"
+
+namespace dptrain::h5 {
+
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  Handle() = default;
+  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  Handle(Handle&& other) noexcept : id_(other.id_), closer_(other.closer_) { other.id_ = -1; }
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = other.id_;
+      closer_ = other.closer_;
+      other.id_ = -1;
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { reset(); }
+
+  hid_t id() const { return id_; }
+  void reset() {
+    if (id_ >= 0 && closer_) closer_(id_);
+    id_ = -1;
+  }
+
+ private:
+  hid_t id_ = -1;
+  Closer closer_ = nullptr;
+};
+
+// Silences HDF5's own error printing for this process: failures are reported through H5_CHECK.
+void quiet_errors();
+
+Handle create_file(const std::string& path);  // truncates
+Handle open_file(const std::string& path);    // read-only; a clear Error naming the path when it fails
+Handle open_dataset(hid_t file, const std::string& name, const std::string& path_for_errors);
+
+// Attributes on an object (the file's root group for shards).
+void write_attribute(hid_t object, const std::string& name, std::int64_t value);
+void write_attribute(hid_t object, const std::string& name, const std::string& value);
+std::int64_t read_int_attribute(hid_t object, const std::string& name, const std::string& path_for_errors);
+std::string read_string_attribute(hid_t object, const std::string& name, const std::string& path_for_errors);
+
+// The dimensions of a dataset.
+std::vector<hsize_t> dataset_dims(hid_t dataset);
+
+}  // namespace dptrain::h5

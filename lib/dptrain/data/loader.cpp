@@ -1,0 +1,289 @@
+#include "dptrain/data/loader.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <list>
+
+#include "dptrain/core/error.hpp"
+#include "dptrain/data/hdf5_lock.hpp"
+#include "dptrain/data/jpeg.hpp"
+#include "dptrain/data/shard.hpp"
+
+namespace dptrain::data {
+
+// One global batch of this rank being prepared: workers fill its samples in any order and count them.
+struct Loader::Slot {
+  Batch batch;
+  std::vector<std::int64_t> samples;  // B sample indices; the padding of a short batch repeats real ones
+  int done = 0;
+};
+
+// The open shards, most recently used first. Every member is touched only under h5::global_mutex(),
+// which also covers the HDF5 closes of an evicted reader.
+struct Loader::ShardCache {
+  struct Open {
+    std::int64_t shard;
+    std::unique_ptr<ShardReader> reader;
+  };
+  std::list<Open> open;
+  ~ShardCache() {
+    h5::Lock lock(h5::global_mutex());
+    open.clear();
+  }
+};
+
+namespace {
+// Prefixes `path` to an error that does not name it already (an H5_CHECK failure names the call).
+[[noreturn]] void rethrow_naming(const std::string& path, const std::string& doing, const Error& e) {
+  const std::string message = e.what();
+  if (message.find(path) != std::string::npos) throw e;
+  throw Error(detail::concat(path, ": ", doing, " failed: ", message));
+}
+}  // namespace
+
+Loader::Loader(const Manifest& manifest, std::string directory, LoaderConfig config)
+    : config_(std::move(config)),
+      directory_(std::move(directory)),
+      split_name_(config_.split),
+      split_(manifest.split(config_.split)),
+      height_(manifest.height),
+      width_(manifest.width),
+      channels_(manifest.channels),
+      classes_(manifest.class_count()),
+      encoding_(manifest.encoding),
+      sampler_(split_.samples, config_.seed, config_.training),
+      augmenter_(AugmentConfig{config_.crop, config_.pad, config_.training, config_.flip, manifest.mean,
+                               manifest.stddev, config_.seed},
+                 manifest.height, manifest.width, manifest.channels),
+      shards_(std::make_unique<ShardCache>()) {
+  const LoaderConfig& c = config_;
+  DPTRAIN_CHECK(c.batch > 0, "the per-rank batch size must be positive, not ", c.batch);
+  DPTRAIN_CHECK(c.world_size > 0 && c.rank >= 0 && c.rank < c.world_size, "rank ", c.rank,
+                " is not one of the world's ", c.world_size, " ranks");
+  DPTRAIN_CHECK(c.threads > 0 && c.prefetch > 0 && c.max_open_shards > 0,
+                "the loader needs at least one thread (", c.threads, "), one batch of prefetch (", c.prefetch,
+                ") and one open shard (", c.max_open_shards, ")");
+  DPTRAIN_CHECK(encoding_ == "raw" || encoding_ == "jpeg", directory_, ": dataset encoding '", encoding_,
+                "' is neither 'raw' nor 'jpeg'");
+  DPTRAIN_CHECK(split_.samples > 0, directory_, ": split '", split_name_, "' holds no samples");
+  DPTRAIN_CHECK(!c.training || !drop_last() || split_.samples >= global_batch(), directory_, ": split '",
+                split_name_, "' has ", split_.samples, " samples, fewer than one global batch of ", global_batch(),
+                " (", c.batch, " per rank x ", c.world_size, " ranks); use a smaller batch");
+  for (const ShardInfo& s : split_.shards) shard_firsts_.push_back(s.first_sample);
+  next_item_ = c.batch;  // no batch being handed out yet
+}
+
+Loader::~Loader() { stop_workers(); }
+
+bool Loader::drop_last() const { return config_.drop_last.value_or(config_.training); }
+
+std::int64_t Loader::global_batch() const { return static_cast<std::int64_t>(config_.batch) * config_.world_size; }
+
+std::int64_t Loader::steps_per_epoch() const {
+  return Sampler::steps_per_epoch(split_.samples, global_batch(), drop_last());
+}
+
+double Loader::wait_seconds() const {
+  std::lock_guard lock(mutex_);
+  return wait_seconds_;
+}
+
+bool Loader::cursor_has_batch() {
+  const std::int64_t size = split_.samples;
+  const bool fits = drop_last() ? cursor_position_ + global_batch() <= size : cursor_position_ < size;
+  if (fits) return true;
+  if (!config_.training) return false;  // evaluation: one pass
+  ++cursor_epoch_;  // training runs on forever; the constructor made sure an epoch holds a batch
+  cursor_position_ = 0;
+  return true;
+}
+
+bool Loader::has_work() {
+  if (error_) return false;
+  if (!slots_.empty() && next_item_ < config_.batch) return true;
+  return static_cast<int>(slots_.size()) < config_.prefetch && cursor_has_batch();
+}
+
+void Loader::create_slot() {
+  const int b = config_.batch;
+  auto slot = std::make_unique<Slot>();
+  Batch& batch = slot->batch;
+  batch.epoch = cursor_epoch_;
+  batch.position = cursor_position_;
+  batch.first_sample = cursor_position_ + static_cast<std::int64_t>(config_.rank) * b;
+  slot->samples = sampler_.rank_slice(cursor_epoch_, cursor_position_, b, config_.rank);
+  batch.valid = static_cast<int>(slot->samples.size());
+  if (slot->samples.empty()) {
+    // This rank has nothing left in the epoch's last global batch but must still run the step.
+    slot->samples.push_back(sampler_.sample_at(cursor_epoch_, split_.samples - 1));
+  }
+  const std::size_t real = slot->samples.size();
+  for (std::size_t j = real; j < static_cast<std::size_t>(b); ++j) slot->samples.push_back(slot->samples[j % real]);
+  const int s = augmenter_.crop();
+  batch.images = Tensor::empty(Shape{b, channels_, s, s}, DType::f32);
+  batch.labels = Tensor::empty(Shape{b}, DType::i32);
+  cursor_position_ += global_batch();
+  slots_.push_back(std::move(slot));
+  next_item_ = 0;
+}
+
+void Loader::produce(std::int64_t epoch, std::int64_t sample, float* image, std::int32_t* label) {
+  const auto shard = static_cast<std::size_t>(
+      std::upper_bound(shard_firsts_.begin(), shard_firsts_.end(), sample) - shard_firsts_.begin() - 1);
+  const ShardInfo& info = split_.shards[shard];
+  const std::int64_t local = sample - info.first_sample;
+  const bool raw = encoding_ == "raw";
+  // Per thread, so a sample costs no allocation on the raw path.
+  thread_local std::vector<std::uint8_t> pixels;
+  std::vector<std::uint8_t> encoded;
+  std::string path;
+  {
+    h5::Lock lock(h5::global_mutex());
+    auto& open = shards_->open;
+    auto it = std::find_if(open.begin(), open.end(), [&](const ShardCache::Open& o) {
+      return o.shard == static_cast<std::int64_t>(shard);
+    });
+    if (it != open.end()) {
+      open.splice(open.begin(), open, it);
+    } else {
+      path = (std::filesystem::path(directory_) / info.file).string();
+      ShardHeader expected;
+      expected.split = split_name_;
+      expected.shard_index = static_cast<std::int64_t>(shard);
+      expected.shard_count = static_cast<std::int64_t>(split_.shards.size());
+      expected.first_sample = info.first_sample;
+      expected.samples = info.samples;
+      expected.height = height_;
+      expected.width = width_;
+      expected.channels = channels_;
+      expected.encoding = encoding_;
+      expected.classes = classes_;
+      std::unique_ptr<ShardReader> reader;
+      try {
+        // No chunk cache: every image is one chunk read once per epoch, so caching only costs memory
+        // (up to the cache size per open shard); without it HDF5 reads a chunk straight into our buffer.
+        reader = std::make_unique<ShardReader>(path, expected, 0);
+      } catch (const Error& e) {
+        rethrow_naming(path, "opening the shard", e);
+      }
+      open.push_front(ShardCache::Open{static_cast<std::int64_t>(shard), std::move(reader)});
+      if (static_cast<int>(open.size()) > config_.max_open_shards) open.pop_back();
+    }
+    const ShardReader& reader = *open.front().reader;
+    path = reader.path();
+    try {
+      if (raw) {
+        pixels.resize(static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_) *
+                      static_cast<std::size_t>(channels_));
+        reader.read_image(local, pixels.data());
+      } else {
+        encoded = reader.read_jpeg(local);
+      }
+    } catch (const Error& e) {
+      rethrow_naming(path, detail::concat("reading sample ", local), e);
+    }
+    *label = reader.labels()[static_cast<std::size_t>(local)];
+  }
+  // Outside the lock: decoding and augmentation are most of the work, and they overlap across threads.
+  if (raw) {
+    augmenter_(pixels.data(), epoch, sample, image);
+    return;
+  }
+  const Image decoded = decode_jpeg(encoded.data(), encoded.size(), channels_,
+                                    detail::concat(path, " (sample ", local, ")"));
+  DPTRAIN_CHECK(decoded.height == height_ && decoded.width == width_ && decoded.channels == channels_, path,
+                ": sample ", local, " decodes to ", decoded.height, "x", decoded.width, "x", decoded.channels,
+                " but the manifest says ", height_, "x", width_, "x", channels_);
+  augmenter_(decoded.pixels.data(), epoch, sample, image);
+}
+
+void Loader::worker() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [&] { return stopping_ || has_work(); });
+    if (stopping_) return;
+    bool assigned = false;
+    try {
+      if (next_item_ == config_.batch) create_slot();
+      Slot* slot = slots_.back().get();  // stays put: it cannot be handed out before done == B
+      const int j = next_item_++;
+      ++in_flight_;
+      assigned = true;
+      const std::int64_t per_sample = augmenter_.output_size();
+      float* image = slot->batch.images.data<float>() + j * per_sample;
+      std::int32_t* label = slot->batch.labels.data<std::int32_t>() + j;
+      const std::int64_t epoch = slot->batch.epoch, sample = slot->samples[static_cast<std::size_t>(j)];
+      lock.unlock();
+      produce(epoch, sample, image, label);
+      lock.lock();
+      --in_flight_;
+      assigned = false;
+      // After a failure next() waits for the samples in flight, to hand out the batches they complete.
+      if (++slot->done == config_.batch || error_) batch_ready_.notify_all();
+    } catch (...) {
+      if (!lock.owns_lock()) lock.lock();
+      if (assigned) --in_flight_;
+      if (!error_) error_ = std::current_exception();  // the first failure is the one to report
+      batch_ready_.notify_all();
+    }
+  }
+}
+
+void Loader::start_workers() {
+  for (int t = 0; t < config_.threads; ++t) workers_.emplace_back([this] { worker(); });
+}
+
+void Loader::stop_workers() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+  std::lock_guard lock(mutex_);
+  stopping_ = false;
+}
+
+Batch Loader::next() {
+  std::unique_lock lock(mutex_);
+  if (workers_.empty()) start_workers();  // they wait for the lock we hold
+  const auto start = std::chrono::steady_clock::now();
+  // Batches completed before a failure are still handed out, in order, so an error surfaces at the
+  // batch that needs the bad shard, whatever the number of threads.
+  const auto front_ready = [&] { return !slots_.empty() && slots_.front()->done == config_.batch; };
+  batch_ready_.wait(lock, [&] {
+    return front_ready() || (error_ && in_flight_ == 0) || (!error_ && slots_.empty() && !cursor_has_batch());
+  });
+  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!front_ready() && error_) std::rethrow_exception(error_);
+  if (slots_.empty()) {  // evaluation is over
+    Batch end;
+    const int s = augmenter_.crop();
+    end.images = Tensor::empty(Shape{0, channels_, s, s}, DType::f32);
+    end.labels = Tensor::empty(Shape{0}, DType::i32);
+    end.epoch = cursor_epoch_;
+    end.position = end.first_sample = split_.samples;
+    end.end = true;
+    return end;
+  }
+  std::unique_ptr<Slot> slot = std::move(slots_.front());
+  slots_.pop_front();
+  work_ready_.notify_all();  // room for one more batch ahead
+  return std::move(slot->batch);
+}
+
+void Loader::seek(std::int64_t epoch, std::int64_t position) {
+  DPTRAIN_CHECK(epoch >= 0 && position >= 0, "cannot seek to epoch ", epoch, ", position ", position);
+  stop_workers();  // nothing is half-written into a batch once they are gone
+  std::lock_guard lock(mutex_);
+  slots_.clear();
+  next_item_ = config_.batch;
+  in_flight_ = 0;
+  cursor_epoch_ = epoch;
+  cursor_position_ = position;
+  error_ = nullptr;
+}
+
+}  // namespace dptrain::data

@@ -1,0 +1,126 @@
+#pragma once
+// The per-rank input pipeline: the rank's slice of each global batch (Sampler), read from the HDF5
+// shards that hold those samples (opened on first use, never all at start-up), decoded when the
+// dataset is JPEG, augmented (Augmenter), and assembled into complete batches by prefetch threads
+// while the trainer computes on the previous one.
+//
+// Threads split each batch by sample and work up to `prefetch` batches ahead. Every sample's pixels
+// depend only on (seed, epoch, sample index), so the batches are identical for any number of threads,
+// ranks, or after a seek. HDF5 calls are serialised by h5::global_mutex() (HDF5 is not thread safe);
+// decoding and augmentation run outside it.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dptrain/core/tensor.hpp"
+#include "dptrain/data/augment.hpp"
+#include "dptrain/data/manifest.hpp"
+#include "dptrain/data/sampler.hpp"
+
+namespace dptrain::data {
+
+class ShardReader;
+
+struct LoaderConfig {
+  std::string split = "train";
+  int batch = 32;        // per rank (B); the global batch is B * world_size
+  int rank = 0, world_size = 1;
+  bool training = true;  // shuffle, random crop and flip, endless epochs; off: stored order, centre crop, one pass
+  int crop = 0;          // S; 0 = the stored size (the shorter side)
+  int pad = 0;           // training: zero padding before the random crop (CIFAR: 4)
+  bool flip = true;      // training: horizontal flip with p = 0.5
+  int threads = 2;       // prefetch workers
+  int prefetch = 2;      // batches prepared ahead of the one the trainer holds
+  std::uint64_t seed = 0;
+  // Drop the last incomplete global batch of an epoch. Unset: drop in training (every step has the
+  // same size), keep in evaluation (every sample is scored once; the batch is padded, see Batch::valid).
+  std::optional<bool> drop_last;
+  // Shards kept open at once (least recently used closed first): a shuffled epoch touches every shard,
+  // and 1024 open files would exhaust the usual descriptor limit.
+  int max_open_shards = 64;
+};
+
+struct Batch {
+  Tensor images;  // host f32 [B, C, S, S], plain
+  Tensor labels;  // host int32 [B]
+  std::int64_t epoch = 0;
+  std::int64_t position = 0;      // global position (within the epoch) of this global batch's first sample
+  std::int64_t first_sample = 0;  // global position of this rank's first sample (keys dropout)
+  // Samples of this rank's batch that are real. The last global batch of an evaluation pass is padded
+  // to B by repeating samples; the padding is not to be scored. A rank can get valid == 0 in that
+  // batch while others still have samples (every rank runs the same number of steps).
+  int valid = 0;
+  bool end = false;  // no more data (evaluation only): valid == 0 and empty tensors
+};
+
+class Loader {
+ public:
+  // Reads nothing yet: shards are opened by the workers when a batch first needs them, and the
+  // workers start at the first next() (so a seek() right after construction reads nothing twice).
+  Loader(const Manifest& manifest, std::string directory, LoaderConfig config);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // The next batch of this rank; blocks until it is complete. A failure in a worker (a missing or
+  // corrupt shard) is rethrown here, with its message, and again on every later call.
+  Batch next();
+  // Restarts at global `position` of `epoch` (a resume): the next batch starts there. Positions need
+  // not be multiples of the global batch (a job resumed on another number of ranks).
+  void seek(std::int64_t epoch, std::int64_t position);
+
+  // Total seconds next() spent waiting for a batch (the data-wait time of the metrics).
+  double wait_seconds() const;
+  std::int64_t steps_per_epoch() const;
+  std::int64_t samples() const { return sampler_.size(); }
+  const LoaderConfig& config() const { return config_; }
+  int crop() const { return augmenter_.crop(); }
+
+ private:
+  struct Slot;
+  struct ShardCache;
+
+  bool drop_last() const;
+  std::int64_t global_batch() const;
+  // Moves the cursor to the next epoch when the current one has no batch left (training) and says
+  // whether a batch starts at the cursor.
+  bool cursor_has_batch();
+  bool has_work();
+  void create_slot();
+  void produce(std::int64_t epoch, std::int64_t sample, float* image, std::int32_t* label);
+  void worker();
+  void start_workers();
+  void stop_workers();
+
+  LoaderConfig config_;
+  std::string directory_;
+  std::string split_name_;
+  SplitInfo split_;
+  int height_, width_, channels_, classes_;
+  std::string encoding_;
+  Sampler sampler_;
+  Augmenter augmenter_;
+  std::vector<std::int64_t> shard_firsts_;  // each shard's first global sample, ascending
+  std::unique_ptr<ShardCache> shards_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_ready_, batch_ready_;
+  std::vector<std::thread> workers_;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  // The schedule: the next global batch to hand to a worker starts at (cursor_epoch_, cursor_position_).
+  std::int64_t cursor_epoch_ = 0, cursor_position_ = 0;
+  std::deque<std::unique_ptr<Slot>> slots_;  // batches being prepared or ready, oldest first
+  int next_item_ = 0;  // next sample of slots_.back() to give a worker; B when it has given them all
+  int in_flight_ = 0;  // samples handed to workers and not finished
+  double wait_seconds_ = 0;
+};
+
+}  // namespace dptrain::data
