@@ -73,15 +73,21 @@ void check_labels(std::span<const std::int32_t> labels, std::int64_t rows, std::
   }
 }
 
+// log(sum_c exp(z_c)) of one row, shifted by its maximum so nothing overflows or underflows.
+double row_log_sum_exp(const std::vector<double>& logits, std::size_t row, std::int64_t classes) {
+  const double top = *std::max_element(logits.begin() + static_cast<std::ptrdiff_t>(row),
+                                       logits.begin() + static_cast<std::ptrdiff_t>(row) + classes);
+  double sum = 0;
+  for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(logits[row + static_cast<std::size_t>(c)] - top);
+  return top + std::log(sum);
+}
+
 std::vector<double> softmax_rows(const std::vector<double>& logits, std::int64_t rows, std::int64_t classes) {
   std::vector<double> p(logits.size());
   for (std::int64_t n = 0; n < rows; ++n) {
     const auto row = static_cast<std::size_t>(n * classes);
-    const double top = *std::max_element(logits.begin() + static_cast<std::ptrdiff_t>(row),
-                                         logits.begin() + static_cast<std::ptrdiff_t>(row + classes));
-    double sum = 0;
-    for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(logits[row + c] - top);
-    for (std::int64_t c = 0; c < classes; ++c) p[row + c] = std::exp(logits[row + c] - top) / sum;
+    const double log_sum = row_log_sum_exp(logits, row, classes);
+    for (std::int64_t c = 0; c < classes; ++c) p[row + c] = std::exp(logits[row + c] - log_sum);
   }
   return p;
 }
@@ -222,11 +228,7 @@ SoftmaxCrossEntropyResult softmax_cross_entropy(const std::vector<double>& logit
   for (std::int64_t n = 0; n < rows; ++n) {
     // log p from the logits directly (log-sum-exp), so a probability that underflows costs no infinity.
     const auto row = static_cast<std::size_t>(n * classes);
-    const double top = *std::max_element(logits.begin() + static_cast<std::ptrdiff_t>(row),
-                                         logits.begin() + static_cast<std::ptrdiff_t>(row + classes));
-    double sum = 0;
-    for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(logits[row + c] - top);
-    const double log_sum = top + std::log(sum);
+    const double log_sum = row_log_sum_exp(logits, row, classes);
     for (std::int64_t c = 0; c < classes; ++c) {
       total -= smoothed_target(c, labels[static_cast<std::size_t>(n)], classes, label_smoothing) *
                (logits[row + c] - log_sum);
