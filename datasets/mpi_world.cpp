@@ -6,40 +6,9 @@
 #include "dptrain/core/check_mpi.hpp"
 
 namespace dptrain::datasets {
-namespace {
-int env_int(const char* name) {
-  const char* value = std::getenv(name);
-  if (!value || !*value) return 0;
-  char* end = nullptr;
-  const long parsed = std::strtol(value, &end, 10);
-  return (*end == '\0' && parsed > 0 && parsed < (1L << 30)) ? static_cast<int>(parsed) : 0;
-}
-}  // namespace
-
-int launcher_world_size() {
-  // Open MPI's mpiexec, MPICH/Hydra and Slurm's PMI-2 set these directly.
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
-    if (const int n = env_int(name)) return n;
-  }
-  // srun --mpi=pmix announces the rank through PMIx and the size only through Slurm; PMIX_RANK tells
-  // a task launched by srun apart from a batch script that merely runs inside an allocation.
-  if (std::getenv("PMIX_RANK")) {
-    if (const int n = env_int("SLURM_STEP_NUM_TASKS")) return n;
-  }
-  return 1;
-}
-
 MpiWorld::MpiWorld() {
-  int initialised = 0;
-  MPI_CHECK(MPI_Initialized(&initialised));
-  if (!initialised) {
-    if (launcher_world_size() <= 1) return;
-    // Funneled: worker threads decode and write, only this thread calls MPI. A library that offers
-    // less (single) still works in practice for that pattern, so `provided` is not enforced.
-    int provided = 0;
-    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
-    initialised_here_ = true;
-  }
+  // Worker threads decode and write; only this thread calls MPI.
+  if (!session_.active()) return;
   MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
   MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
@@ -54,7 +23,6 @@ MpiWorld::MpiWorld() {
 MpiWorld::~MpiWorld() {
   // Failures while shutting down cannot be reported anywhere useful; the data is already written.
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  if (initialised_here_) MPI_Finalize();
 }
 
 void MpiWorld::barrier() const {

@@ -8,15 +8,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "dptrain/dist/launcher.hpp"
+
 namespace dptrain::datasets {
 
-// The world size a launcher announced in the environment (Open MPI, MPICH/Hydra, Slurm's PMI-2 or
-// PMIx plug-ins), or 1 when there is none.
-int launcher_world_size();
+using dist::launcher_world_size;
 
 class MpiWorld {
  public:
-  // Initialises MPI when launcher_world_size() > 1 and MPI is not initialised yet.
+  // Initialises MPI (dist::MpiSession) when launcher_world_size() > 1 and MPI is not initialised yet.
   MpiWorld();
   ~MpiWorld();  // finalises MPI if this object initialised it
   MpiWorld(const MpiWorld&) = delete;
@@ -38,7 +38,7 @@ class MpiWorld {
   [[noreturn]] void abort(int code) const;
 
  private:
-  bool initialised_here_ = false;
+  dist::MpiSession session_;
   bool active_ = false;  // more than one rank: collectives go through MPI
   int rank_ = 0, size_ = 1, local_size_ = 1;
   MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN

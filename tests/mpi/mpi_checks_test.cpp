@@ -4,15 +4,11 @@
 #include <string>
 
 #include "dptrain/core/check_mpi.hpp"
+#include "mpi_testing.hpp"
 
 namespace {
-int failures = 0;
-void expect(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "FAILED: %s\n", what);
-    ++failures;
-  }
-}
+dptrain::testing::MpiVerdict verdict;
+void expect(bool condition, const char* what) { verdict.expect(condition, what); }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,9 +36,7 @@ int main(int argc, char** argv) {
            "the message carries MPI's reason");
   }
 
-  int all_failures = 0;
-  MPI_CHECK(MPI_Allreduce(&failures, &all_failures, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
-  if (rank == 0) std::printf("%s: %d rank(s), %d failure(s)\n", all_failures ? "FAIL" : "PASS", size, all_failures);
+  const int code = verdict.finish("mpi_checks");
   MPI_CHECK(MPI_Finalize());
-  return all_failures ? 1 : 0;
+  return code;
 }

@@ -16,6 +16,7 @@ StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
   const PassContext ctx{true, config_.seed, static_cast<std::uint64_t>(epoch), first_sample};
   const double loss = net_.forward(ctx);
   net_.backward();
+  if (gradient_sync_) gradient_sync_();
   const double lr = schedule_.at(step_);
   sgd_.step(static_cast<float>(lr));
   ++step_;

@@ -2,6 +2,7 @@
 // The training loop of one rank: forward, loss, backward, update. Data comes in through the Net's
 // image and label tensors, filled by the caller (a loader or the synthetic source) before each step.
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "dptrain/net/net.hpp"
@@ -35,6 +36,9 @@ class Trainer {
 
   std::int64_t global_step() const { return step_; }
   void set_global_step(std::int64_t step) { step_ = step; }
+  // Called between the backward pass and the update: the distributed trainer averages the
+  // gradients over the ranks here (dist::GradientReducer::synchronize).
+  void set_gradient_sync(std::function<void()> sync) { gradient_sync_ = std::move(sync); }
   Sgd& optimizer() { return sgd_; }
   const LearningRateSchedule& schedule() const { return schedule_; }
 
@@ -46,6 +50,7 @@ class Trainer {
   Sgd sgd_;
   LearningRateSchedule schedule_;
   std::int64_t step_ = 0;
+  std::function<void()> gradient_sync_;
 };
 
 }  // namespace dptrain

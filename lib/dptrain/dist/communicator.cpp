@@ -1,0 +1,49 @@
+#include "dptrain/dist/communicator.hpp"
+
+#include <cstring>
+
+#include "dptrain/core/error.hpp"
+#include "dptrain/dist/launcher.hpp"
+#include "dptrain/dist/mpi_communicator.hpp"
+
+namespace dptrain::dist {
+
+std::size_t size_of(ElementType type) {
+  switch (type) {
+    case ElementType::f32: return 4;
+    case ElementType::f64: return 8;
+    case ElementType::i64: return 8;
+  }
+  return 0;
+}
+
+void LocalCommunicator::allgather(const void* mine, void* all, std::size_t bytes) {
+  if (all != mine) std::memmove(all, mine, bytes);
+}
+
+AllreduceKind parse_allreduce_kind(const std::string& text) {
+  if (text == "auto") return AllreduceKind::automatic;
+  if (text == "flat") return AllreduceKind::flat;
+  if (text == "hierarchical") return AllreduceKind::hierarchical;
+  throw Error("--allreduce must be auto, flat or hierarchical, not '" + text + "'");
+}
+
+std::unique_ptr<Communicator> make_communicator(const Topology& topology, const CommunicatorOptions& options) {
+  if (!in_multi_rank_job()) return std::make_unique<LocalCommunicator>();
+  DPTRAIN_CHECK(options.stall_timeout_seconds > 0, "--stall-timeout must be positive");
+  auto watch = std::make_shared<StallWatch>(MPI_COMM_WORLD, options.stall_timeout_seconds);
+  const bool can_split = topology.uniform && topology.node_count > 1 && topology.local_size() > 1;
+  switch (options.kind) {
+    case AllreduceKind::flat:
+      return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, watch);
+    case AllreduceKind::hierarchical:
+      DPTRAIN_CHECK(topology.uniform, "--allreduce hierarchical needs the same number of ranks on every node");
+      return std::make_unique<HierarchicalCommunicator>(MPI_COMM_WORLD, topology, watch);
+    case AllreduceKind::automatic:
+      if (can_split) return std::make_unique<HierarchicalCommunicator>(MPI_COMM_WORLD, topology, watch);
+      return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, watch);
+  }
+  return nullptr;
+}
+
+}  // namespace dptrain::dist

@@ -1,0 +1,148 @@
+#include "dptrain/dist/gradient_reducer.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "dptrain/core/error.hpp"
+#include "dptrain/net/net.hpp"
+
+namespace dptrain::dist {
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+GradientReducer::GradientReducer(Backend& backend, Communicator& comm, std::vector<Parameter*> parameters,
+                                 ReducerConfig config)
+    : backend_(backend), comm_(comm), config_(config) {
+  DPTRAIN_CHECK(config_.bucket_bytes > 0, "--bucket-mb must be positive");
+  if (comm_.size() == 1) return;  // nothing to reduce
+  // Reverse build order is the order the backward pass finishes gradients in.
+  std::reverse(parameters.begin(), parameters.end());
+  for (Parameter* p : parameters) {
+    DPTRAIN_CHECK(p->grad.dtype() == DType::f32, "parameter ", p->name, ": the reducer sums f32 gradients");
+    const auto n = static_cast<std::size_t>(p->grad.numel());
+    if (buckets_.empty() || (buckets_.back().elements + n) * sizeof(float) > config_.bucket_bytes) {
+      if (buckets_.empty() || buckets_.back().elements > 0) buckets_.emplace_back();
+    }
+    Bucket& b = buckets_.back();
+    where_[p] = {buckets_.size() - 1, b.parameters.size()};
+    b.parameters.push_back(p);
+    b.offsets.push_back(b.elements);
+    b.elements += n;
+    stats_.bytes += static_cast<std::int64_t>(n * sizeof(float));
+  }
+  for (Bucket& b : buckets_) {
+    b.flat = backend_.allocate(Shape{static_cast<std::int64_t>(b.elements)}, DType::f32);
+    b.pending = b.parameters.size();
+  }
+  if (config_.overlap) thread_ = std::thread([this] { run_thread(); });
+}
+
+GradientReducer::~GradientReducer() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  thread_.join();
+}
+
+void GradientReducer::attach(Net& net) {
+  if (comm_.size() == 1) return;
+  net.on_gradient_ready([this](Parameter& p) { gradient_ready(p); });
+}
+
+Tensor GradientReducer::slot(Bucket& bucket, std::size_t index) {
+  const Parameter& p = *bucket.parameters[index];
+  return Tensor::view(bucket.flat.data<float>() + bucket.offsets[index], p.grad.shape(), DType::f32,
+                      bucket.flat.device());
+}
+
+void GradientReducer::gradient_ready(Parameter& parameter) {
+  auto it = where_.find(&parameter);
+  DPTRAIN_CHECK(it != where_.end(), "gradient reducer: parameter ", parameter.name, " is not one of the net's");
+  Bucket& bucket = buckets_[it->second.first];
+  DPTRAIN_CHECK(bucket.pending > 0, "gradient reducer: parameter ", parameter.name, " reported twice in one step");
+  Tensor destination = slot(bucket, it->second.second);
+  backend_.copy(parameter.grad, destination);
+  if (--bucket.pending == 0 && config_.overlap) enqueue(it->second.first);
+}
+
+void GradientReducer::enqueue(std::size_t bucket) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(bucket);
+  }
+  work_.notify_one();
+}
+
+void GradientReducer::reduce(Bucket& bucket) {
+  const double start = now_seconds();
+  comm_.allreduce_sum(bucket.flat.data<float>(), bucket.elements);
+  const double seconds = now_seconds() - start;
+  std::lock_guard lock(mutex_);
+  stats_.communication_seconds += seconds;
+}
+
+void GradientReducer::run_thread() {
+  for (;;) {
+    std::size_t next = 0;
+    {
+      std::unique_lock lock(mutex_);
+      work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      next = queue_.front();
+      queue_.pop_front();
+    }
+    try {
+      reduce(buckets_[next]);
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      error_ = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      ++reduced_;
+    }
+    done_.notify_all();
+  }
+}
+
+void GradientReducer::synchronize() {
+  if (comm_.size() == 1) return;
+  for (const Bucket& b : buckets_) {
+    if (b.pending == 0) continue;
+    throw Error("gradient reducer: the backward pass did not report " + b.parameters[0]->name +
+                " or another parameter of its bucket; every parameter must have a gradient each step");
+  }
+  const double start = now_seconds();
+  if (config_.overlap) {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [this] { return reduced_ == buckets_.size(); });
+    reduced_ = 0;
+    if (error_) std::rethrow_exception(error_);
+  } else {
+    for (Bucket& b : buckets_) reduce(b);
+  }
+  const double waited = now_seconds() - start;
+  const float scale = 1.f / static_cast<float>(comm_.size());
+  for (Bucket& b : buckets_) {
+    for (std::size_t i = 0; i < b.parameters.size(); ++i) {
+      backend_.axpby(scale, slot(b, i), 0.f, b.parameters[i]->grad);
+    }
+    b.pending = b.parameters.size();
+  }
+  std::lock_guard lock(mutex_);
+  stats_.exposed_seconds += waited;
+  ++stats_.steps;
+}
+
+ReducerStats GradientReducer::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+}  // namespace dptrain::dist

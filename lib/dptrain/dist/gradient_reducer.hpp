@@ -1,0 +1,93 @@
+#pragma once
+// Averages the parameter gradients over all ranks, overlapped with the backward pass.
+//
+// Parameters are grouped into buckets of about `bucket_bytes`, in the order their gradients become
+// final (reverse build order: the last layers first). Net::backward reports each parameter as soon
+// as its gradient is written; the reducer copies it into its bucket's flat buffer and, when the
+// bucket is complete, hands the bucket to a communication thread, which sums it over the ranks while
+// the backward pass goes on with earlier layers. synchronize() waits for the buckets still in
+// flight and writes the averages (sum / world size: every rank's loss is the mean over its own
+// batch, so this is the mean over the global batch) back into the gradients.
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "dptrain/dist/communicator.hpp"
+#include "dptrain/layers/layer.hpp"
+
+namespace dptrain {
+class Net;
+}
+
+namespace dptrain::dist {
+
+struct ReducerConfig {
+  std::size_t bucket_bytes = 25u << 20;  // --bucket-mb
+  bool overlap = true;                   // off: every bucket is reduced in synchronize()
+};
+
+struct ReducerStats {
+  double communication_seconds = 0;  // time the allreduces took
+  double exposed_seconds = 0;        // time synchronize() waited for them (not hidden by the backward pass)
+  std::int64_t steps = 0;
+  std::int64_t bytes = 0;            // reduced per step
+  // The share of communication time hidden behind the backward pass.
+  double hidden_fraction() const {
+    return communication_seconds > 0 ? std::max(0.0, 1.0 - exposed_seconds / communication_seconds) : 0.0;
+  }
+};
+
+class GradientReducer {
+ public:
+  // `parameters` in build order (Net::parameters()).
+  GradientReducer(Backend& backend, Communicator& comm, std::vector<Parameter*> parameters, ReducerConfig config);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
+
+  // Listens to the net's backward pass.
+  void attach(Net& net);
+  // A parameter's gradient is final for this step.
+  void gradient_ready(Parameter& parameter);
+  // Every gradient is averaged over the ranks when this returns. Checks that the backward pass
+  // reported every parameter once.
+  void synchronize();
+
+  std::size_t bucket_count() const { return buckets_.size(); }
+  ReducerStats stats() const;
+
+ private:
+  struct Bucket {
+    std::vector<Parameter*> parameters;
+    std::vector<std::size_t> offsets;  // of each parameter in `flat`, in elements
+    std::size_t elements = 0;
+    Tensor flat;
+    std::size_t pending = 0;           // gradients not yet copied in this step
+  };
+  Tensor slot(Bucket& bucket, std::size_t index);
+  void reduce(Bucket& bucket);
+  void enqueue(std::size_t bucket);
+  void run_thread();
+
+  Backend& backend_;
+  Communicator& comm_;
+  ReducerConfig config_;
+  std::vector<Bucket> buckets_;
+  std::unordered_map<const Parameter*, std::pair<std::size_t, std::size_t>> where_;  // bucket, index
+
+  std::thread thread_;
+  mutable std::mutex mutex_;
+  std::condition_variable work_, done_;
+  std::deque<std::size_t> queue_;
+  std::size_t reduced_ = 0;    // buckets reduced in this step
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  ReducerStats stats_;
+};
+
+}  // namespace dptrain::dist

@@ -1,0 +1,69 @@
+#pragma once
+// Collectives on MPI communicators, non-blocking underneath and waited for through the StallWatch.
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "dptrain/dist/communicator.hpp"
+#include "dptrain/dist/stall_watch.hpp"
+
+namespace dptrain::dist {
+
+MPI_Datatype mpi_type(ElementType type);
+MPI_Op mpi_op(ReduceOp op);
+
+// Owns a duplicate of a communicator (errors returned, not fatal) and frees it.
+class OwnedComm {
+ public:
+  explicit OwnedComm(MPI_Comm source);                 // MPI_Comm_dup
+  OwnedComm(MPI_Comm source, int color, int key);      // MPI_Comm_split
+  ~OwnedComm();
+  OwnedComm(const OwnedComm&) = delete;
+  OwnedComm& operator=(const OwnedComm&) = delete;
+  MPI_Comm get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  void describe();
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+};
+
+class MpiCommunicator : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm world, std::shared_ptr<StallWatch> watch);
+  int rank() const override { return comm_.rank(); }
+  int size() const override { return comm_.size(); }
+  std::string name() const override { return "flat MPI"; }
+  void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) override;
+  void broadcast(void* data, std::size_t bytes, int root) override;
+  void allgather(const void* mine, void* all, std::size_t bytes) override;
+  void barrier() override;
+
+ protected:
+  StallWatch& watch() { return *watch_; }
+  MPI_Comm world() const { return comm_.get(); }
+
+ private:
+  OwnedComm comm_;
+  std::shared_ptr<StallWatch> watch_;
+};
+
+// The allreduce of sums in three stages, so that between nodes each rank moves only its shard
+// (1/local_size of the buffer) and every rank of a node uses the network at once: reduce-scatter
+// inside the node, allreduce of the shard among the ranks with the same local rank (one per node),
+// allgather inside the node. Other operations and other reductions go through the flat path.
+class HierarchicalCommunicator final : public MpiCommunicator {
+ public:
+  HierarchicalCommunicator(MPI_Comm world, const Topology& topology, std::shared_ptr<StallWatch> watch);
+  std::string name() const override;
+  void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) override;
+
+ private:
+  OwnedComm node_, cross_;
+  std::vector<char> shard_;  // this rank's shard between the stages
+};
+
+}  // namespace dptrain::dist

@@ -1,0 +1,18 @@
+#include "dptrain/dist/parameter_sync.hpp"
+
+namespace dptrain::dist {
+namespace {
+void broadcast_tensor(Backend& backend, Tensor& t, Communicator& comm, int root) {
+  Tensor host = backend.to_host(t);
+  comm.broadcast(host.raw(), host.bytes(), root);
+  backend.copy_from_host(host, t);
+}
+}  // namespace
+
+void broadcast_parameters(Net& net, Communicator& comm, int root) {
+  if (comm.size() == 1) return;
+  for (Parameter* p : net.parameters()) broadcast_tensor(net.backend(), p->value, comm, root);
+  for (Buffer* b : net.buffers()) broadcast_tensor(net.backend(), b->value, comm, root);
+}
+
+}  // namespace dptrain::dist

@@ -1,0 +1,12 @@
+#pragma once
+// Makes every rank start from rank 0's parameters and batch-norm statistics. Every rank initialises
+// the same weights from the seed anyway; the broadcast is what makes a resume (read on rank 0 only)
+// and any non-deterministic initialisation safe.
+#include "dptrain/dist/communicator.hpp"
+#include "dptrain/net/net.hpp"
+
+namespace dptrain::dist {
+
+void broadcast_parameters(Net& net, Communicator& comm, int root = 0);
+
+}  // namespace dptrain::dist
