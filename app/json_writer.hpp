@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace dptrain::app {
 
@@ -19,11 +20,7 @@ class JsonWriter {
   JsonWriter& field(const std::string& key, const char* value) { return field(key, std::string(value)); }
   JsonWriter& field(const std::string& key, double value) {
     key_(key);
-    if (std::isfinite(value)) {
-      out_ << std::setprecision(10) << value;
-    } else {
-      out_ << "null";
-    }
+    number(value);
     return *this;
   }
   JsonWriter& field(const std::string& key, std::int64_t value) {
@@ -32,9 +29,31 @@ class JsonWriter {
     return *this;
   }
   JsonWriter& field(const std::string& key, int value) { return field(key, static_cast<std::int64_t>(value)); }
+  JsonWriter& field(const std::string& key, bool value) {
+    key_(key);
+    out_ << (value ? "true" : "false");
+    return *this;
+  }
+  JsonWriter& field(const std::string& key, const std::vector<double>& values) {
+    key_(key);
+    out_ << "[";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      out_ << (i ? ", " : "");
+      number(values[i]);
+    }
+    out_ << "]";
+    return *this;
+  }
   void close() { out_ << "}\n"; }
 
  private:
+  void number(double value) {
+    if (std::isfinite(value)) {
+      out_ << std::setprecision(10) << value;
+    } else {
+      out_ << "null";
+    }
+  }
   void key_(const std::string& key) {
     out_ << (first_ ? "" : ", ");
     first_ = false;

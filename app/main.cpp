@@ -1,5 +1,5 @@
 // dptrain: the command line. Subcommands live in their own files; this one dispatches and turns any
-// dptrain::Error into one clear line on stderr and a non-zero exit.
+// dptrain::Error into one clear line on stderr and a non-zero exit (on every rank of the job).
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -7,6 +7,17 @@
 
 #include "commands.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/dist/launcher.hpp"
+
+namespace {
+// One clear line and a non-zero exit; in a multi-rank job every rank is ended with it, since the
+// others would otherwise wait in their next collective until the job's time limit.
+int fail(const std::string& message) {
+  if (dptrain::dist::in_multi_rank_job()) dptrain::dist::abort_job("error: " + message, 1);
+  std::cerr << "dptrain: error: " << message << "\n";
+  return 1;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dptrain " DPTRAIN_VERSION
@@ -36,11 +47,9 @@ int main(int argc, char** argv) {
       if (sub->parsed()) return run();
     }
   } catch (const dptrain::Error& e) {
-    std::cerr << "dptrain: error: " << e.what() << "\n";
-    return 1;
+    return fail(e.what());
   } catch (const std::exception& e) {
-    std::cerr << "dptrain: unexpected error: " << e.what() << "\n";
-    return 1;
+    return fail(std::string("unexpected: ") + e.what());
   }
   return 1;
 }

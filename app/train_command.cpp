@@ -1,6 +1,6 @@
-// dptrain train: trains a model from HDF5 shards on this process (more ranks come with the
-// distributed issue), evaluates on the validation split after every epoch, prints human lines and
-// writes JSON lines to --metrics.
+// dptrain train: trains a model from HDF5 shards on one or many ranks (srun / mpiexec), evaluates on
+// the validation split after every epoch, prints human lines on rank 0 and writes JSON lines to
+// --metrics.
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -9,12 +9,15 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "distributed_options.hpp"
 #include "dptrain/data/loader.hpp"
 #include "dptrain/data/manifest.hpp"
+#include "dptrain/dist/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
-#include "dptrain/train/accuracy.hpp"
+#include "dptrain/train/evaluation.hpp"
 #include "dptrain/train/trainer.hpp"
 #include "json_writer.hpp"
+#include "training_log.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -30,51 +33,35 @@ struct TrainOptions {
   bool nesterov = false, no_aux = false, flip = false;
   int crop = 0, pad = 0, threads = 2, log_every = 50;
   std::uint64_t seed = 1;
+  dist::JobOptions dist;
 };
 
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
 
-struct Evaluation {
-  double loss = 0, top1 = 0, top5 = 0;
-  std::int64_t samples = 0;
-  double seconds = 0;
-};
-
-Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader) {
-  Evaluation e;
-  const auto start = clock::now();
-  loader.seek(0, 0);
-  double loss_sum = 0;
-  std::int64_t top1 = 0, top5 = 0;
-  for (;;) {
-    data::Batch batch = loader.next();
-    if (batch.end) break;
-    if (batch.valid == 0) continue;  // only padding on this rank
-    net.backend().copy_from_host(batch.images, net.images());
-    std::copy_n(batch.labels.data<std::int32_t>(), batch.labels.numel(), net.labels().data<std::int32_t>());
-    const StepResult r = trainer.evaluate_batch();
-    // Padding samples of a final partial batch do not count.
-    const Tensor p = net.backend().to_host(net.probabilities()).slice_samples(0, batch.valid);
-    const Tensor l = net.labels().slice_samples(0, batch.valid);
-    const int classes = static_cast<int>(p.shape()[1]);
-    top1 += top_k_correct(p, l, 1);
-    top5 += top_k_correct(p, l, std::min(5, classes));
-    loss_sum += r.loss * batch.valid;
-    e.samples += batch.valid;
+// Rank 0 reads manifest.json and sends it to the others: thousands of ranks opening one file at once
+// is a metadata storm on a parallel file system.
+data::Manifest read_manifest(const std::string& directory, dist::Communicator& comm) {
+  std::string text;
+  std::int64_t length = 0;
+  if (comm.rank() == 0) {
+    text = data::Manifest::read(directory).to_json();
+    length = static_cast<std::int64_t>(text.size());
   }
-  e.loss = e.samples ? loss_sum / static_cast<double>(e.samples) : 0;
-  e.top1 = e.samples ? static_cast<double>(top1) / static_cast<double>(e.samples) : 0;
-  e.top5 = e.samples ? static_cast<double>(top5) / static_cast<double>(e.samples) : 0;
-  e.seconds = since(start);
-  return e;
+  comm.broadcast(&length, sizeof length, 0);
+  text.resize(static_cast<std::size_t>(length));
+  comm.broadcast(text.data(), text.size(), 0);
+  return data::Manifest::parse(text, directory + "/manifest.json");
 }
 
 int run_train(const TrainOptions& o) {
   DPTRAIN_CHECK((o.epochs > 0) != (o.steps > 0), "give exactly one of --epochs and --steps");
-  const data::Manifest manifest = data::Manifest::read(o.data);
+  dist::Job job(o.dist);
+  dist::Communicator& comm = job.communicator();
+  const data::Manifest manifest = read_manifest(o.data, comm);
   const data::SplitInfo& train_split = manifest.split("train");
   const bool has_validation = manifest.splits.contains("validation");
+  const int global_batch = o.batch * job.size();
 
   auto backend = make_cpu_backend();
   ModelConfig model;
@@ -86,10 +73,13 @@ int run_train(const TrainOptions& o) {
   model.label_smoothing = o.label_smoothing;
   auto net = build_model(o.model, *backend, model);
   net->initialize(o.seed);
+  dist::broadcast_parameters(*net, comm);
 
   data::LoaderConfig train_cfg;
   train_cfg.split = "train";
   train_cfg.batch = o.batch;
+  train_cfg.rank = job.rank();
+  train_cfg.world_size = job.size();
   train_cfg.training = true;
   train_cfg.crop = model.image_size;
   train_cfg.pad = o.pad;
@@ -99,7 +89,7 @@ int run_train(const TrainOptions& o) {
   data::Loader train_loader(manifest, o.data, train_cfg);
   const std::int64_t steps_per_epoch = train_loader.steps_per_epoch();
   DPTRAIN_CHECK(steps_per_epoch > 0, o.data, ": the train split has ", train_split.samples,
-                " samples, fewer than one global batch of ", o.batch);
+                " samples, fewer than one global batch of ", global_batch);
   const std::int64_t total_steps = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch;
 
   TrainerConfig tc;
@@ -107,11 +97,14 @@ int run_train(const TrainOptions& o) {
   tc.sgd = SgdConfig{o.momentum, o.weight_decay, o.nesterov, false};
   tc.schedule.kind = parse_schedule(o.schedule);
   tc.schedule.lr_per_256 = o.lr;
-  tc.schedule.global_batch = o.batch;
+  tc.schedule.global_batch = global_batch;
   tc.schedule.total_steps = total_steps;
   tc.schedule.warmup_steps = static_cast<std::int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch));
   for (double e : o.milestones) tc.schedule.milestones.push_back(static_cast<std::int64_t>(e * static_cast<double>(steps_per_epoch)));
   Trainer trainer(*net, tc);
+  dist::GradientReducer reducer(*backend, comm, net->parameters(), job.reducer_config());
+  reducer.attach(*net);
+  trainer.set_gradient_sync([&] { reducer.synchronize(); });
 
   std::optional<data::Loader> eval_loader;
   if (has_validation) {
@@ -120,99 +113,58 @@ int run_train(const TrainOptions& o) {
     eval_cfg.training = false;
     eval_loader.emplace(manifest, o.data, eval_cfg);
   }
-  std::ofstream metrics;
-  if (!o.metrics.empty()) {
-    metrics.open(o.metrics);
-    DPTRAIN_CHECK(metrics.good(), o.metrics, ": cannot write the metrics file");
-  }
-
-  std::cout << "dptrain train: " << o.model << " on " << manifest.name << " (" << train_split.samples << " images, "
+  TrainingLog log(comm, o.metrics, total_steps, global_batch);
+  log.out() << "dptrain train: " << o.model << " on " << manifest.name << " (" << train_split.samples << " images, "
             << manifest.class_count() << " classes, " << model.image_size << "x" << model.image_size << "x"
-            << manifest.channels << "), batch " << o.batch << ", " << total_steps << " steps (" << steps_per_epoch
+            << manifest.channels << "), " << job.size() << " rank" << (job.size() == 1 ? "" : "s") << " x batch "
+            << o.batch << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch
             << " per epoch), lr " << trainer.schedule().base() << " (" << o.lr << " per 256), " << backend->name()
             << "\n";
+  if (job.size() > 1) {
+    log.out() << "gradients: " << comm.name() << ", " << reducer.bucket_count() << " buckets of up to "
+              << o.dist.bucket_mb << " MB, overlap " << (job.reducer_config().overlap ? "on" : "off") << "\n"
+              << describe(job.topology());
+  }
+
   const auto start = clock::now();
-  auto window_start = clock::now();
-  double window_loss = 0;
-  std::int64_t window_correct = 0, window_samples = 0, images = 0;
-  double wait_before = 0;
   Evaluation last_eval;
   for (std::int64_t step = 0; step < total_steps; ++step) {
+    const auto step_start = clock::now();
     data::Batch batch = train_loader.next();
+    const double wait = since(step_start);
     backend->copy_from_host(batch.images, net->images());
     std::copy_n(batch.labels.data<std::int32_t>(), batch.labels.numel(), net->labels().data<std::int32_t>());
     const StepResult r = trainer.step(batch.epoch, batch.first_sample);
     DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
                   "; lower --lr or check the data");
-    window_loss += r.loss;
-    window_correct += r.top1;
-    window_samples += o.batch;
-    images += o.batch;
+    log.record_step(r, o.batch, since(step_start), wait);
     const bool epoch_end = (step + 1) % steps_per_epoch == 0;
     if ((step + 1) % o.log_every == 0 || step + 1 == total_steps || epoch_end) {
-      const double seconds = since(window_start);
-      const double rate = static_cast<double>(window_samples) / seconds;
-      const double wait = train_loader.wait_seconds() - wait_before;
-      const double eta = static_cast<double>(total_steps - step - 1) * o.batch / rate;
-      const std::int64_t steps_in_window = window_samples / o.batch;
-      std::cout << "epoch " << batch.epoch + 1 << "  step " << step + 1 << "/" << total_steps << "  loss " << std::fixed
-                << std::setprecision(4) << window_loss / static_cast<double>(steps_in_window) << "  acc "
-                << std::setprecision(3) << static_cast<double>(window_correct) / static_cast<double>(window_samples)
-                << "  " << std::setprecision(1) << rate << " img/s  data wait " << std::setprecision(1)
-                << 100.0 * wait / seconds << "%  lr " << std::setprecision(5) << r.learning_rate << "  eta "
-                << std::setprecision(0) << eta << " s\n";
-      if (metrics.is_open()) {
-        JsonWriter j(metrics);
-        j.field("type", "step").field("epoch", batch.epoch).field("step", step + 1);
-        j.field("loss", window_loss / static_cast<double>(steps_in_window));
-        j.field("accuracy", static_cast<double>(window_correct) / static_cast<double>(window_samples));
-        j.field("images_per_sec", rate).field("data_wait_fraction", wait / seconds).field("learning_rate", r.learning_rate);
-        j.close();
-      }
-      wait_before = train_loader.wait_seconds();
-      window_loss = 0;
-      window_correct = window_samples = 0;
-      window_start = clock::now();
+      log.report_window(batch.epoch, step + 1, r.learning_rate, reducer.stats());
     }
     if ((epoch_end || step + 1 == total_steps) && eval_loader) {
-      last_eval = evaluate(*net, trainer, *eval_loader);
-      std::cout << "validation after epoch " << batch.epoch + 1 << ": loss " << std::setprecision(4) << last_eval.loss
-                << "  top-1 " << std::setprecision(4) << last_eval.top1 << "  top-5 " << last_eval.top5 << "  ("
-                << last_eval.samples << " images, " << std::setprecision(1) << last_eval.seconds << " s)\n";
-      if (metrics.is_open()) {
-        JsonWriter j(metrics);
-        j.field("type", "eval").field("epoch", batch.epoch).field("step", step + 1).field("loss", last_eval.loss);
-        j.field("top1", last_eval.top1).field("top5", last_eval.top5).field("samples", last_eval.samples);
-        j.close();
-      }
-      window_start = clock::now();  // evaluation time is not training throughput
+      last_eval = evaluate(*net, trainer, *eval_loader, comm);
+      log.report_evaluation(batch.epoch, step + 1, last_eval);
     }
   }
   const double seconds = since(start);
-  std::cout << std::setprecision(1) << "trained " << total_steps << " steps in " << seconds << " s; ";
-  if (eval_loader) std::cout << "validation top-1 " << std::setprecision(4) << last_eval.top1 << "; ";
-  std::cout << "data wait " << std::setprecision(1) << train_loader.wait_seconds() << " s\n";
-  if (metrics.is_open()) {
-    JsonWriter j(metrics);
-    j.field("type", "summary").field("model", o.model).field("dataset", manifest.name).field("batch_size", o.batch);
-    j.field("world_size", 1).field("steps", total_steps).field("seconds", seconds);
-    j.field("images_per_sec_overall", static_cast<double>(images) / seconds);
-    j.field("validation_top1", last_eval.top1).field("validation_top5", last_eval.top5);
-    j.close();
-  }
+  log.report_summary(o.model, manifest.name, o.batch, total_steps, seconds, eval_loader ? &last_eval : nullptr,
+                     reducer.stats());
   return 0;
 }
 }  // namespace
 
 Command add_train_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "Train a model from a dataset directory (HDF5 shards + manifest.json)");
+  auto* cmd = app.add_subcommand("train", "Train a model from a dataset directory (HDF5 shards + manifest.json), "
+                                          "on one process or many (srun, mpiexec)");
   auto o = std::make_shared<TrainOptions>();
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
   cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")->required()->check(CLI::ExistingDirectory);
   auto* epochs = cmd->add_option("--epochs", o->epochs, "Train this many epochs")->check(CLI::PositiveNumber);
   auto* steps = cmd->add_option("--steps", o->steps, "Train this many steps")->check(CLI::PositiveNumber);
   epochs->excludes(steps);
-  cmd->add_option("--batch-size", o->batch, "Images per step on this rank")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch-size", o->batch, "Images per step on each rank (the global batch is this times the ranks)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--lr", o->lr, "Learning rate per 256 images of global batch (scaled linearly)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--schedule", o->schedule, "Learning-rate schedule: constant, step, poly or cosine")->capture_default_str();
@@ -226,10 +178,11 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--crop", o->crop, "Input size the model sees (default: the stored image size)")->check(CLI::PositiveNumber);
   cmd->add_option("--pad", o->pad, "Zero padding before the random crop in training")->capture_default_str();
   cmd->add_flag("--flip", o->flip, "Random horizontal flips in training");
-  cmd->add_option("--threads", o->threads, "Data loading threads")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Data loading threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights, the sample order and augmentation")->capture_default_str();
-  cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file");
+  cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)");
   cmd->add_option("--log-every", o->log_every, "Print a line every this many steps")->check(CLI::PositiveNumber)->capture_default_str();
+  add_distributed_options(cmd, o->dist);
   return [o] { return run_train(*o); };
 }
 

@@ -1,0 +1,25 @@
+#include "distributed_options.hpp"
+
+namespace dptrain::app {
+
+void add_distributed_options(CLI::App* cmd, dist::JobOptions& o) {
+  const char* group = "Distributed (under srun or mpiexec)";
+  cmd->add_option("--allreduce", o.allreduce,
+                  "Gradient allreduce: auto (hierarchical on several nodes of several ranks), flat, or hierarchical "
+                  "(reduce-scatter in the node, allreduce between nodes, allgather in the node)")
+      ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))->capture_default_str()->group(group);
+  cmd->add_option("--ranks-per-node", o.ranks_per_node,
+                  "Treat each block of K consecutive ranks as one node (default: nodes from SLURMD_NODENAME or the "
+                  "host name)")
+      ->check(CLI::NonNegativeNumber)->group(group);
+  cmd->add_option("--bucket-mb", o.bucket_mb, "Gradients reduced together, in MB (reverse layer order)")
+      ->check(CLI::PositiveNumber)->capture_default_str()->group(group);
+  cmd->add_option("--overlap", o.overlap, "Reduce gradient buckets while the backward pass runs (on|off)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
+      ->default_str("on")->group(group);
+  cmd->add_option("--stall-timeout", o.stall_timeout,
+                  "Abort the job, naming the late ranks, when a collective waits longer than this (300s, 5m, 1h)")
+      ->capture_default_str()->group(group);
+}
+
+}  // namespace dptrain::app

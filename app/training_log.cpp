@@ -1,0 +1,121 @@
+#include "training_log.hpp"
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <vector>
+
+#include "dptrain/core/error.hpp"
+#include "json_writer.hpp"
+
+namespace dptrain::app {
+
+TrainingLog::TrainingLog(dist::Communicator& comm, const std::string& metrics_path, std::int64_t total_steps,
+                         int global_batch)
+    : comm_(comm), root_(comm.rank() == 0), total_steps_(total_steps), global_batch_(global_batch) {
+  if (root_ && !metrics_path.empty()) {
+    metrics_.open(metrics_path);
+    DPTRAIN_CHECK(metrics_.good(), metrics_path, ": cannot write the metrics file");
+  }
+  null_.setstate(std::ios::badbit);  // writes to it are discarded
+}
+
+std::ostream& TrainingLog::out() { return root_ ? std::cout : null_; }
+
+void TrainingLog::record_step(const StepResult& r, int batch, double seconds, double data_wait) {
+  loss_sum_ += r.loss;
+  correct_ += static_cast<double>(r.top1);
+  samples_ += batch;
+  seconds_ += seconds;
+  wait_ += data_wait;
+  total_wait_ += data_wait;
+  ++steps_;
+  images_ += global_batch_;
+}
+
+void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double learning_rate,
+                                const dist::ReducerStats& comm_stats) {
+  // Sums over the ranks: loss of each rank's mean, correct, samples, data wait.
+  double sums[4] = {loss_sum_, correct_, samples_, wait_};
+  comm_.allreduce_sum(sums, 4);
+  std::vector<double> step_seconds(static_cast<std::size_t>(comm_.size()));
+  const double mine = seconds_ / static_cast<double>(std::max<std::int64_t>(steps_, 1));
+  comm_.allgather(&mine, step_seconds.data(), sizeof mine);
+  const int ranks = comm_.size();
+  const double loss = sums[0] / static_cast<double>(ranks * steps_);
+  const double accuracy = sums[1] / sums[2];
+  const double rate = sums[2] / std::max(seconds_, 1e-12);  // global images over this rank's wall time
+  const double wait_fraction = sums[3] / static_cast<double>(ranks) / std::max(seconds_, 1e-12);
+  const double exposed = comm_stats.exposed_seconds - exposed_before_;
+  const double eta = static_cast<double>(total_steps_ - step) * global_batch_ / std::max(rate, 1e-12);
+  const auto slowest = std::max_element(step_seconds.begin(), step_seconds.end()) - step_seconds.begin();
+  double mean_step = 0;
+  for (double s : step_seconds) mean_step += s / ranks;
+
+  std::ostream& o = out();
+  o << "epoch " << epoch + 1 << "  step " << step << "/" << total_steps_ << "  loss " << std::fixed
+    << std::setprecision(4) << loss << "  acc " << std::setprecision(3) << accuracy << "  " << std::setprecision(1)
+    << rate << " img/s  data wait " << 100.0 * wait_fraction << "%";
+  if (ranks > 1) {
+    o << "  comm wait " << std::setprecision(1) << 100.0 * exposed / std::max(seconds_, 1e-12) << "%  slowest rank "
+      << slowest << " (+" << std::setprecision(0) << 100.0 * (step_seconds[static_cast<std::size_t>(slowest)] / mean_step - 1)
+      << "%)";
+  }
+  o << "  lr " << std::setprecision(5) << learning_rate << "  eta " << std::setprecision(0) << eta << " s\n";
+  if (metrics_.is_open()) {
+    JsonWriter j(metrics_);
+    j.field("type", "step").field("epoch", epoch).field("step", step).field("loss", loss);
+    j.field("accuracy", accuracy).field("images_per_sec", rate).field("data_wait_fraction", wait_fraction);
+    j.field("communication_wait_fraction", exposed / std::max(seconds_, 1e-12)).field("learning_rate", learning_rate);
+    j.field("world_size", ranks).field("slowest_rank", static_cast<std::int64_t>(slowest));
+    j.field("step_seconds_per_rank", step_seconds);
+    j.close();
+  }
+  loss_sum_ = correct_ = samples_ = seconds_ = wait_ = 0;
+  steps_ = 0;
+  exposed_before_ = comm_stats.exposed_seconds;
+}
+
+void TrainingLog::report_evaluation(std::int64_t epoch, std::int64_t step, const Evaluation& e) {
+  out() << "validation after epoch " << epoch + 1 << ": loss " << std::setprecision(4) << e.loss << "  top-1 "
+        << std::setprecision(4) << e.top1 << "  top-5 " << e.top5 << "  (" << e.samples << " images, "
+        << std::setprecision(1) << e.seconds << " s)\n";
+  if (metrics_.is_open()) {
+    JsonWriter j(metrics_);
+    j.field("type", "eval").field("epoch", epoch).field("step", step).field("loss", e.loss);
+    j.field("top1", e.top1).field("top5", e.top5).field("samples", e.samples);
+    j.close();
+  }
+  // Evaluation time is not training throughput: the window restarts after it.
+  seconds_ = 0;
+}
+
+void TrainingLog::report_summary(const std::string& model, const std::string& dataset, int batch, std::int64_t steps,
+                                 double seconds, const Evaluation* last_eval, const dist::ReducerStats& comm_stats) {
+  double wait = total_wait_;
+  comm_.allreduce_sum(&wait, 1);
+  wait /= comm_.size();
+  std::ostream& o = out();
+  o << std::setprecision(1) << "trained " << steps << " steps in " << seconds << " s ("
+    << static_cast<double>(images_) / seconds << " img/s on " << comm_.size() << " rank"
+    << (comm_.size() == 1 ? "" : "s") << "); ";
+  if (last_eval) o << "validation top-1 " << std::setprecision(4) << last_eval->top1 << "; ";
+  o << "data wait " << std::setprecision(1) << wait << " s";
+  if (comm_.size() > 1) {
+    o << "; communication " << comm_stats.communication_seconds << " s, " << std::setprecision(0)
+      << 100.0 * comm_stats.hidden_fraction() << "% hidden behind the backward pass";
+  }
+  o << "\n";
+  if (metrics_.is_open()) {
+    JsonWriter j(metrics_);
+    j.field("type", "summary").field("model", model).field("dataset", dataset).field("batch_size", batch);
+    j.field("global_batch", global_batch_).field("world_size", comm_.size()).field("steps", steps);
+    j.field("seconds", seconds).field("images_per_sec_overall", static_cast<double>(images_) / seconds);
+    j.field("communication_seconds", comm_stats.communication_seconds);
+    j.field("communication_hidden_fraction", comm_stats.hidden_fraction());
+    if (last_eval) j.field("validation_top1", last_eval->top1).field("validation_top5", last_eval->top5);
+    j.close();
+  }
+}
+
+}  // namespace dptrain::app

@@ -1,0 +1,47 @@
+#pragma once
+// What `dptrain train` reports: a human line on rank 0 every --log-every steps and JSON lines in
+// --metrics. Loss and accuracy are over the global batch, images/sec over all ranks, and every
+// rank's step time is gathered so that one slow rank (a bad node, a throttled GPU) shows.
+#include <cstdint>
+#include <fstream>
+#include <iosfwd>
+#include <string>
+
+#include "dptrain/dist/communicator.hpp"
+#include "dptrain/dist/gradient_reducer.hpp"
+#include "dptrain/train/evaluation.hpp"
+#include "dptrain/train/trainer.hpp"
+
+namespace dptrain::app {
+
+class TrainingLog {
+ public:
+  TrainingLog(dist::Communicator& comm, const std::string& metrics_path, std::int64_t total_steps, int global_batch);
+
+  // Rank 0's stdout; a sink on the other ranks.
+  std::ostream& out();
+
+  // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader.
+  void record_step(const StepResult& result, int batch, double seconds, double data_wait);
+  // Collective: every rank calls it at the same steps.
+  void report_window(std::int64_t epoch, std::int64_t step, double learning_rate, const dist::ReducerStats& comm_stats);
+  void report_evaluation(std::int64_t epoch, std::int64_t step, const Evaluation& e);
+  void report_summary(const std::string& model, const std::string& dataset, int batch, std::int64_t steps,
+                      double seconds, const Evaluation* last_eval, const dist::ReducerStats& comm_stats);
+
+ private:
+  dist::Communicator& comm_;
+  bool root_;
+  std::ofstream metrics_;
+  std::ofstream null_;
+  std::int64_t total_steps_;
+  int global_batch_;
+  // The window since the last report, this rank's share.
+  double loss_sum_ = 0, correct_ = 0, samples_ = 0, seconds_ = 0, wait_ = 0;
+  std::int64_t steps_ = 0;
+  double exposed_before_ = 0;  // the reducer's exposed communication time at the window's start
+  double total_wait_ = 0;
+  std::int64_t images_ = 0;    // global, whole run
+};
+
+}  // namespace dptrain::app

@@ -1,0 +1,43 @@
+#pragma once
+// The distributed side of one dptrain run: the MPI session, where every rank sits, and the
+// communicator its gradients and metrics go through. Made once by a command, passed down.
+#include <memory>
+#include <string>
+
+#include "dptrain/dist/communicator.hpp"
+#include "dptrain/dist/gradient_reducer.hpp"
+#include "dptrain/dist/launcher.hpp"
+#include "dptrain/dist/topology.hpp"
+
+namespace dptrain::dist {
+
+struct JobOptions {
+  std::string allreduce = "auto";   // --allreduce auto|flat|hierarchical
+  int ranks_per_node = 0;           // --ranks-per-node (0: from Slurm or the host name)
+  double bucket_mb = 25;            // --bucket-mb
+  bool overlap = true;              // --overlap on|off
+  std::string stall_timeout = "5m"; // --stall-timeout
+};
+
+class Job {
+ public:
+  // `visible_devices`: GPUs this process sees (0 on the CPU backend).
+  Job(const JobOptions& options, int visible_devices = 0);
+  ~Job();
+
+  int rank() const { return topology_.rank; }
+  int size() const { return topology_.size(); }
+  bool is_root() const { return topology_.rank == 0; }
+  const Topology& topology() const { return topology_; }
+  Communicator& communicator() { return *communicator_; }
+  ReducerConfig reducer_config() const;
+  const JobOptions& options() const { return options_; }
+
+ private:
+  JobOptions options_;
+  MpiSession session_;
+  Topology topology_;
+  std::unique_ptr<Communicator> communicator_;
+};
+
+}  // namespace dptrain::dist

@@ -1,0 +1,43 @@
+#include "dptrain/train/evaluation.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "dptrain/train/accuracy.hpp"
+
+namespace dptrain {
+
+Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, dist::Communicator& comm) {
+  const auto start = std::chrono::steady_clock::now();
+  loader.seek(0, 0);
+  // loss sum, top-1, top-5, samples: summed over the ranks at the end.
+  double sums[4] = {0, 0, 0, 0};
+  for (;;) {
+    data::Batch batch = loader.next();
+    if (batch.end) break;
+    if (batch.valid == 0) continue;  // only padding on this rank
+    net.backend().copy_from_host(batch.images, net.images());
+    std::copy_n(batch.labels.data<std::int32_t>(), batch.labels.numel(), net.labels().data<std::int32_t>());
+    const StepResult r = trainer.evaluate_batch();
+    // Padding samples of a final partial batch do not count.
+    const Tensor p = net.backend().to_host(net.probabilities()).slice_samples(0, batch.valid);
+    const Tensor l = net.labels().slice_samples(0, batch.valid);
+    const int classes = static_cast<int>(p.shape()[1]);
+    sums[0] += r.loss * batch.valid;
+    sums[1] += static_cast<double>(top_k_correct(p, l, 1));
+    sums[2] += static_cast<double>(top_k_correct(p, l, std::min(5, classes)));
+    sums[3] += batch.valid;
+  }
+  comm.allreduce_sum(sums, 4);
+  Evaluation e;
+  e.samples = static_cast<std::int64_t>(sums[3]);
+  if (e.samples > 0) {
+    e.loss = sums[0] / sums[3];
+    e.top1 = sums[1] / sums[3];
+    e.top5 = sums[2] / sums[3];
+  }
+  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return e;
+}
+
+}  // namespace dptrain

@@ -1,0 +1,22 @@
+#pragma once
+// Evaluation over a split, split among the ranks: each scores its slice of every batch, and the sums
+// are reduced, so the result is the same on any number of ranks (every sample is scored once; the
+// padding of the last batch is not).
+#include <cstdint>
+
+#include "dptrain/data/loader.hpp"
+#include "dptrain/dist/communicator.hpp"
+#include "dptrain/train/trainer.hpp"
+
+namespace dptrain {
+
+struct Evaluation {
+  double loss = 0, top1 = 0, top5 = 0;
+  std::int64_t samples = 0;
+  double seconds = 0;
+};
+
+// `loader` is an evaluation loader (training off) of this rank.
+Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, dist::Communicator& comm);
+
+}  // namespace dptrain
