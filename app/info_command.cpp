@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "dptrain/core/check_hdf5.hpp"
 #include "dptrain/core/check_mpi.hpp"
+#include "dptrain/dist/job.hpp"
 
 #if DPTRAIN_HAVE_CUDA
 #include "dptrain/backend/cuda/device_query.hpp"
@@ -16,7 +17,10 @@
 
 namespace dptrain::app {
 namespace {
-int run_info() {
+int run_info(const dist::JobOptions& options) {
+  // Under srun or mpiexec every rank takes part, so the map shows where each one landed.
+  dist::Job job(options);
+  if (!job.is_root()) return 0;
   std::cout << "dptrain " << DPTRAIN_VERSION << " (built by " << DPTRAIN_BUILT_BY << ")\n";
   const dnnl_version_t* dnnl = dnnl_version();
   std::cout << "oneDNN   " << dnnl->major << "." << dnnl->minor << "." << dnnl->patch << " (CPU runtime "
@@ -33,15 +37,20 @@ int run_info() {
 #if DPTRAIN_HAVE_CUDA
   std::cout << cuda::describe_cuda_stack();
 #else
-  std::cout << "CUDA     not built (CPU backend only)\n";
+  std::cout << "CUDA     not built (CPU backend only; no cuDNN, NCCL)\n";
 #endif
+  std::cout << "\n" << describe(job.topology());
   return 0;
 }
 }  // namespace
 
 Command add_info_command(CLI::App& app) {
-  app.add_subcommand("info", "Print the versions of dptrain and the libraries it runs on, and the GPUs it sees");
-  return run_info;
+  auto* cmd = app.add_subcommand("info", "Print the versions of dptrain and the libraries it runs on, the GPUs it "
+                                         "sees and, under srun or mpiexec, the map of ranks to nodes, GPUs and CPUs");
+  auto options = std::make_shared<dist::JobOptions>();
+  cmd->add_option("--ranks-per-node", options->ranks_per_node, "Treat each block of K consecutive ranks as one node")
+      ->check(CLI::NonNegativeNumber);
+  return [options] { return run_info(*options); };
 }
 
 }  // namespace dptrain::app

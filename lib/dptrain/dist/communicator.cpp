@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "dptrain/core/check_mpi.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/dist/launcher.hpp"
 #include "dptrain/dist/mpi_communicator.hpp"
@@ -31,7 +32,10 @@ AllreduceKind parse_allreduce_kind(const std::string& text) {
 std::unique_ptr<Communicator> make_communicator(const Topology& topology, const CommunicatorOptions& options) {
   if (!in_multi_rank_job()) return std::make_unique<LocalCommunicator>();
   DPTRAIN_CHECK(options.stall_timeout_seconds > 0, "--stall-timeout must be positive");
-  auto watch = std::make_shared<StallWatch>(MPI_COMM_WORLD, options.stall_timeout_seconds);
+  int provided = 0;
+  MPI_CHECK(MPI_Query_thread(&provided));
+  auto watch = std::make_shared<StallWatch>(MPI_COMM_WORLD, options.stall_timeout_seconds,
+                                            provided == MPI_THREAD_MULTIPLE);
   const bool can_split = topology.uniform && topology.node_count > 1 && topology.local_size() > 1;
   switch (options.kind) {
     case AllreduceKind::flat:

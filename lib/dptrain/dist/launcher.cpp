@@ -44,7 +44,7 @@ MpiSession::MpiSession() {
   if (!initialised) {
     if (launcher_world_size() <= 1) return;
     int provided = 0;
-    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
     initialised_here_ = true;
     threads_ok_ = provided >= MPI_THREAD_SERIALIZED;
   } else {

@@ -56,45 +56,66 @@ OwnedComm::~OwnedComm() {
 MpiCommunicator::MpiCommunicator(MPI_Comm world, std::shared_ptr<StallWatch> watch)
     : comm_(world), watch_(std::move(watch)) {}
 
+void MpiCommunicator::run(const char* call, const std::function<int()>& blocking,
+                          const std::function<int(MPI_Request*)>& start) {
+  int rc = MPI_SUCCESS;
+  if (watch_->guards_blocking_calls()) {
+    rc = blocking();
+  } else {
+    MPI_Request request;
+    rc = start(&request);
+    if (rc == MPI_SUCCESS) watch_->wait(request);
+  }
+  if (rc != MPI_SUCCESS) detail::throw_mpi_error(rc, call, __FILE__, __LINE__);
+}
+
 void MpiCommunicator::allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) {
   watch_->started("allreduce");
   auto* bytes = static_cast<char*>(data);
+  const MPI_Comm comm = comm_.get();
   for (std::size_t done = 0; done < count;) {
-    const std::size_t n = std::min(kMaxCount, count - done);
-    MPI_Request request;
-    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, bytes + done * size_of(type), as_count(n), mpi_type(type), mpi_op(op),
-                             comm_.get(), &request));
-    watch_->wait(request);
-    done += n;
+    const int n = as_count(std::min(kMaxCount, count - done));
+    void* p = bytes + done * size_of(type);
+    run(
+        "MPI_Allreduce", [&] { return MPI_Allreduce(MPI_IN_PLACE, p, n, mpi_type(type), mpi_op(op), comm); },
+        [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, p, n, mpi_type(type), mpi_op(op), comm, r); });
+    done += static_cast<std::size_t>(n);
   }
+  watch_->finished();
 }
 
 void MpiCommunicator::broadcast(void* data, std::size_t bytes, int root) {
   watch_->started("broadcast");
-  auto* p = static_cast<char*>(data);
+  auto* base = static_cast<char*>(data);
+  const MPI_Comm comm = comm_.get();
   for (std::size_t done = 0; done < bytes;) {
-    const std::size_t n = std::min(kMaxCount, bytes - done);
-    MPI_Request request;
-    MPI_CHECK(MPI_Ibcast(p + done, as_count(n), MPI_BYTE, root, comm_.get(), &request));
-    watch_->wait(request);
-    done += n;
+    const int n = as_count(std::min(kMaxCount, bytes - done));
+    char* p = base + done;
+    run(
+        "MPI_Bcast", [&] { return MPI_Bcast(p, n, MPI_BYTE, root, comm); },
+        [&](MPI_Request* r) { return MPI_Ibcast(p, n, MPI_BYTE, root, comm, r); });
+    done += static_cast<std::size_t>(n);
   }
+  watch_->finished();
 }
 
 void MpiCommunicator::allgather(const void* mine, void* all, std::size_t bytes) {
   DPTRAIN_CHECK(bytes * static_cast<std::size_t>(size()) < kMaxCount, "allgather of ", bytes,
                 " bytes per rank is too large for one MPI call");
   watch_->started("allgather");
-  MPI_Request request;
-  MPI_CHECK(MPI_Iallgather(mine, as_count(bytes), MPI_BYTE, all, as_count(bytes), MPI_BYTE, comm_.get(), &request));
-  watch_->wait(request);
+  const int n = as_count(bytes);
+  const MPI_Comm comm = comm_.get();
+  run(
+      "MPI_Allgather", [&] { return MPI_Allgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, comm); },
+      [&](MPI_Request* r) { return MPI_Iallgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, comm, r); });
+  watch_->finished();
 }
 
 void MpiCommunicator::barrier() {
   watch_->started("barrier");
-  MPI_Request request;
-  MPI_CHECK(MPI_Ibarrier(comm_.get(), &request));
-  watch_->wait(request);
+  const MPI_Comm comm = comm_.get();
+  run("MPI_Barrier", [&] { return MPI_Barrier(comm); }, [&](MPI_Request* r) { return MPI_Ibarrier(comm, r); });
+  watch_->finished();
 }
 
 HierarchicalCommunicator::HierarchicalCommunicator(MPI_Comm world, const Topology& topology,
@@ -133,16 +154,22 @@ void HierarchicalCommunicator::allreduce(void* data, std::size_t count, ElementT
   auto* values = static_cast<float*>(data);
   auto* shard = reinterpret_cast<float*>(shard_.data());
 
-  MPI_Request request;
-  MPI_CHECK(MPI_Ireduce_scatter(values, shard, counts.data(), MPI_FLOAT, MPI_SUM, node_.get(), &request));
-  watch().wait(request);
+  const MPI_Comm node = node_.get(), cross = cross_.get();
+  run(
+      "MPI_Reduce_scatter", [&] { return MPI_Reduce_scatter(values, shard, counts.data(), MPI_FLOAT, MPI_SUM, node); },
+      [&](MPI_Request* r) { return MPI_Ireduce_scatter(values, shard, counts.data(), MPI_FLOAT, MPI_SUM, node, r); });
   if (cross_.size() > 1) {
-    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, shard, mine, MPI_FLOAT, MPI_SUM, cross_.get(), &request));
-    watch().wait(request);
+    run(
+        "MPI_Allreduce", [&] { return MPI_Allreduce(MPI_IN_PLACE, shard, mine, MPI_FLOAT, MPI_SUM, cross); },
+        [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, shard, mine, MPI_FLOAT, MPI_SUM, cross, r); });
   }
-  MPI_CHECK(MPI_Iallgatherv(shard, mine, MPI_FLOAT, values, counts.data(), offsets.data(), MPI_FLOAT, node_.get(),
-                            &request));
-  watch().wait(request);
+  run(
+      "MPI_Allgatherv",
+      [&] { return MPI_Allgatherv(shard, mine, MPI_FLOAT, values, counts.data(), offsets.data(), MPI_FLOAT, node); },
+      [&](MPI_Request* r) {
+        return MPI_Iallgatherv(shard, mine, MPI_FLOAT, values, counts.data(), offsets.data(), MPI_FLOAT, node, r);
+      });
+  watch().finished();
 }
 
 }  // namespace dptrain::dist

@@ -1,7 +1,9 @@
 #pragma once
-// Collectives on MPI communicators, non-blocking underneath and waited for through the StallWatch.
+// Collectives on MPI communicators, guarded by the StallWatch: blocking calls watched by its thread
+// where MPI allows it (MPI_THREAD_MULTIPLE), else non-blocking calls polled by the caller.
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -43,8 +45,10 @@ class MpiCommunicator : public Communicator {
   void barrier() override;
 
  protected:
+  // Runs one MPI collective named `call`: `blocking()` when the watch guards blocking calls, else
+  // `start(&request)` and a polled wait. Both return an MPI error code.
+  void run(const char* call, const std::function<int()>& blocking, const std::function<int(MPI_Request*)>& start);
   StallWatch& watch() { return *watch_; }
-  MPI_Comm world() const { return comm_.get(); }
 
  private:
   OwnedComm comm_;

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <sstream>
-#include <thread>
 
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/dist/launcher.hpp"
@@ -12,17 +11,28 @@ namespace {
 constexpr int kHeartbeatTag = 7301;
 // Non-root ranks give rank 0 this long to name the late ranks before they abort themselves.
 constexpr double kGraceSeconds = 5;
+// How often the watchdog looks at the clock and drains the counts.
+constexpr auto kWatchdogPeriod = std::chrono::milliseconds(100);
 }  // namespace
 
-StallWatch::StallWatch(MPI_Comm world, double timeout_seconds) : timeout_(timeout_seconds) {
+StallWatch::StallWatch(MPI_Comm world, double timeout_seconds, bool watchdog) : timeout_(timeout_seconds) {
   MPI_CHECK(MPI_Comm_dup(world, &comm_));
   MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
   if (rank_ == 0) seen_.assign(static_cast<std::size_t>(size_), 0);
+  if (watchdog) watchdog_ = std::thread([this] { run_watchdog(); });
 }
 
 StallWatch::~StallWatch() {
+  if (watchdog_.joinable()) {
+    {
+      std::lock_guard lock(stop_mutex_);
+      stopping_ = true;
+    }
+    stop_signal_.notify_all();
+    watchdog_.join();
+  }
   // Heartbeats still in flight at the end of the job are cancelled; nobody will read them.
   for (Send& s : sends_) {
     MPI_Cancel(&s.request);
@@ -32,19 +42,30 @@ StallWatch::~StallWatch() {
   MPI_Comm_free(&comm_);
 }
 
+void StallWatch::run_watchdog() {
+  std::unique_lock lock(stop_mutex_);
+  while (!stop_signal_.wait_for(lock, kWatchdogPeriod, [this] { return stopping_; })) {
+    if (rank_ == 0) drain_heartbeats();
+    check_clock();
+  }
+}
+
 void StallWatch::started(const char* what) {
-  ++count_;
+  const std::int64_t count = ++count_;
   what_ = what;
   started_at_ = MPI_Wtime();
+  running_ = true;
   if (rank_ == 0) {
-    seen_[0] = count_;
-    drain_heartbeats();
+    std::lock_guard lock(seen_mutex_);
+    seen_[0] = count;
     return;
   }
   clean_sends();
-  sends_.push_back({count_, MPI_REQUEST_NULL});
+  sends_.push_back({count, MPI_REQUEST_NULL});
   MPI_CHECK(MPI_Isend(&sends_.back().value, 1, MPI_INT64_T, 0, kHeartbeatTag, comm_, &sends_.back().request));
 }
+
+void StallWatch::finished() { running_ = false; }
 
 void StallWatch::clean_sends() {
   while (!sends_.empty()) {
@@ -56,6 +77,7 @@ void StallWatch::clean_sends() {
 }
 
 void StallWatch::drain_heartbeats() {
+  std::lock_guard lock(seen_mutex_);
   for (;;) {
     int waiting = 0;
     MPI_Status status;
@@ -68,8 +90,14 @@ void StallWatch::drain_heartbeats() {
   }
 }
 
+void StallWatch::check_clock() {
+  if (!running_) return;
+  const double waited = MPI_Wtime() - started_at_;
+  if (waited > timeout_ + (rank_ == 0 ? 0 : kGraceSeconds)) report_stall(waited);
+}
+
 void StallWatch::wait(MPI_Request& request) {
-  // Spin briefly (small buckets finish in microseconds), then sleep in growing steps so the polling
+  // Spin briefly (small buckets finish in microseconds), then sleep in short steps so the polling
   // thread leaves the cores to the backward pass while a large bucket is on the wire.
   auto pause = std::chrono::microseconds(1);
   int spins = 0;
@@ -78,22 +106,23 @@ void StallWatch::wait(MPI_Request& request) {
     MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return;
     if (rank_ == 0) drain_heartbeats();
-    const double waited = MPI_Wtime() - started_at_;
-    if (waited > timeout_ + (rank_ == 0 ? 0 : kGraceSeconds)) report_stall(waited);
+    check_clock();
     if (++spins < 64) continue;
     std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(200));
+    pause = std::min(pause * 2, std::chrono::microseconds(20));
   }
 }
 
 void StallWatch::report_stall(double waited) {
   std::ostringstream out;
-  out << "collective #" << count_ << " (" << what_ << ") has waited " << static_cast<int>(waited)
+  const std::int64_t count = count_;
+  out << "collective #" << count << " (" << what_.load() << ") has waited " << static_cast<int>(waited)
       << " s, longer than --stall-timeout " << timeout_ << " s; ";
   if (rank_ == 0) {
     std::vector<int> late;
+    std::lock_guard lock(seen_mutex_);
     for (int r = 0; r < size_; ++r) {
-      if (seen_[static_cast<std::size_t>(r)] < count_) late.push_back(r);
+      if (seen_[static_cast<std::size_t>(r)] < count) late.push_back(r);
     }
     out << "late ranks:";
     for (int r : late) out << " " << r << " (at collective #" << seen_[static_cast<std::size_t>(r)] << ")";
