@@ -1,11 +1,16 @@
 // dptrain bench: training throughput of a model on synthetic data, with the machine's measured peak
-// from the same run, so efficiency is a ratio of two numbers measured together.
+// from the same run, so efficiency is a ratio of two numbers measured together. Under srun or
+// mpiexec every rank trains its own batch and the gradients are averaged as in `dptrain train`; the
+// rate is global (all ranks' images over the slowest rank's step time), which is what the scaling
+// study divides by the one-GPU rate.
 #include <chrono>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 
 #include "commands.hpp"
+#include "distributed_options.hpp"
+#include "dptrain/dist/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
@@ -23,9 +28,15 @@ struct BenchOptions {
   int classes = 1000;
   std::uint64_t seed = 1;
   std::string json;
+  dist::JobOptions dist;
 };
 
 int run_bench(const BenchOptions& o) {
+  dist::Job job(o.dist);
+  dist::Communicator& comm = job.communicator();
+  const int ranks = job.size(), global_batch = o.batch * ranks;
+  std::ostream discard(nullptr);  // the other ranks print nothing
+  std::ostream& out = job.is_root() ? std::cout : discard;
   auto backend = make_cpu_backend();
   ModelConfig config;
   config.batch = o.batch;
@@ -37,46 +48,69 @@ int run_bench(const BenchOptions& o) {
   trainer_config.seed = o.seed;
   trainer_config.schedule.kind = ScheduleKind::constant;
   trainer_config.schedule.lr_per_256 = 0.01;
-  trainer_config.schedule.global_batch = o.batch;
+  trainer_config.schedule.global_batch = global_batch;
   Trainer trainer(*net, trainer_config);
-  // One synthetic batch, reused: the benchmark measures compute, not data generation.
-  fill_synthetic_batch(*backend, o.seed, 0, o.classes, net->images(), net->labels());
+  dist::broadcast_parameters(*net, comm);
+  dist::GradientReducer reducer(*backend, comm, net->parameters(), job.reducer_config());
+  reducer.attach(*net);
+  trainer.set_gradient_sync([&] { reducer.synchronize(); });
+  // One synthetic batch per rank, reused: the benchmark measures compute, not data generation.
+  fill_synthetic_batch(*backend, o.seed, static_cast<std::int64_t>(job.rank()) * o.batch, o.classes, net->images(),
+                       net->labels());
 
   const int size = static_cast<int>(net->image_shape()[2]);
-  std::cout << "dptrain bench: " << o.model << ", batch " << o.batch << ", " << size << "x" << size << ", "
-            << backend->name() << ", " << o.warmup << " warm-up + " << o.steps << " timed steps\n";
-  std::vector<double> rates;
+  out << "dptrain bench: " << o.model << ", " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << o.batch
+      << ", " << size << "x" << size << ", " << backend->name() << ", " << o.warmup << " warm-up + " << o.steps
+      << " timed steps\n";
+  if (ranks > 1) out << "gradients: " << comm.name() << ", " << reducer.bucket_count() << " buckets\n";
+  std::vector<double> step_seconds;
+  dist::ReducerStats before;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
+    if (s == o.warmup) before = reducer.stats();
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = trainer.step(0, 0);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (s >= o.warmup) rates.push_back(o.batch / seconds);
-    std::cout << "  step " << std::setw(3) << s + 1 << (s < o.warmup ? " (warm-up)" : "          ") << "  loss "
-              << std::fixed << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << o.batch / seconds
-              << " img/s\n";
+    if (s >= o.warmup) step_seconds.push_back(seconds);
+    out << "  step " << std::setw(3) << s + 1 << (s < o.warmup ? " (warm-up)" : "          ") << "  loss "
+        << std::fixed << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << global_batch / seconds
+        << " img/s\n";
   }
+  // A step ends for the job when its slowest rank ends it.
+  comm.allreduce(step_seconds.data(), step_seconds.size(), dist::ElementType::f64, dist::ReduceOp::max);
+  std::vector<double> rates;
+  for (double seconds : step_seconds) rates.push_back(global_batch / seconds);
   const Summary rate = summarize(rates);
+  const dist::ReducerStats after = reducer.stats();
+  const double comm_seconds = after.communication_seconds - before.communication_seconds;
+  const double hidden = comm_seconds > 0 ? std::max(0.0, 1.0 - (after.exposed_seconds - before.exposed_seconds) / comm_seconds) : 0.0;
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
   const double flops_per_image = 3.0 * net->flops_per_sample();
   const double achieved = rate.mean * flops_per_image / 1e9;
-  const double peak = backend->measure_peak_gflops();
-  std::cout << std::setprecision(2) << "images/sec: " << rate.mean << " +/- " << rate.stderr_of_mean
+  const double peak = backend->measure_peak_gflops() * ranks;  // every rank measures its own device
+  if (!job.is_root()) return 0;
+  if (ranks > 1) {
+    out << std::setprecision(0) << "communication: " << 100.0 * hidden << "% hidden behind the backward pass ("
+        << std::setprecision(3) << comm_seconds / o.steps << " s per step)\n";
+  }
+  out << std::setprecision(2) << "images/sec: " << rate.mean << " +/- " << rate.stderr_of_mean
             << " (min " << rate.min << ", max " << rate.max << ")\n"
             << "GFLOP/s:    " << achieved << " achieved (3 x " << std::setprecision(3)
             << net->flops_per_sample() / 1e9 << " GFLOP forward per image), " << std::setprecision(2) << peak
             << " peak (sgemm, same run): " << std::setprecision(1) << 100.0 * achieved / peak << "% of peak\n";
   if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    DPTRAIN_CHECK(out.good(), "cannot write the benchmark result to '", o.json, "'");
-    JsonWriter j(out);
+    std::ofstream file(o.json);
+    DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
+    JsonWriter j(file);
     j.field("model", o.model).field("backend", backend->name()).field("batch_size", o.batch);
-    j.field("image_size", size).field("world_size", 1).field("steps", o.steps).field("warmup", o.warmup);
+    j.field("image_size", size).field("world_size", ranks).field("global_batch", global_batch);
+    j.field("steps", o.steps).field("warmup", o.warmup);
+    j.field("allreduce", comm.name()).field("communication_hidden_fraction", hidden);
     j.field("images_per_sec", rate.mean).field("images_per_sec_stderr", rate.stderr_of_mean);
     j.field("images_per_sec_min", rate.min).field("images_per_sec_max", rate.max);
     j.field("gflops_achieved", achieved).field("gflops_peak", peak).field("efficiency", achieved / peak);
     j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
     j.close();
-    DPTRAIN_CHECK(out.good(), "writing the benchmark result to '", o.json, "' failed");
+    DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");
   }
   return 0;
 }
@@ -87,14 +121,15 @@ Command add_bench_command(CLI::App& app) {
                                           "machine's measured fp32 peak");
   auto o = std::make_shared<BenchOptions>();
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
-  cmd->add_option("--batch-size", o->batch, "Images per step")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--steps", o->steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--classes", o->classes, "Number of classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights and the synthetic data")->capture_default_str();
-  cmd->add_option("--json", o->json, "Also write the result as JSON to this file");
+  cmd->add_option("--json", o->json, "Also write the result as JSON to this file (rank 0)");
+  add_distributed_options(cmd, o->dist);
   return [o] { return run_bench(*o); };
 }
 

@@ -122,7 +122,8 @@ int run_train(const TrainOptions& o) {
             << "\n";
   if (job.size() > 1) {
     log.out() << "gradients: " << comm.name() << ", " << reducer.bucket_count() << " buckets of up to "
-              << o.dist.bucket_mb << " MB, overlap " << (job.reducer_config().overlap ? "on" : "off") << "\n"
+              << o.dist.bucket_mb << " MB, overlap " << (job.reducer_config().overlap ? "on" : "off") << ", "
+              << job.compute_threads() << " compute thread(s) per rank\n"
               << describe(job.topology());
   }
 

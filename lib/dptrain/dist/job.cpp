@@ -2,6 +2,7 @@
 
 #include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/dist/compute_threads.hpp"
 
 namespace dptrain::dist {
 
@@ -13,6 +14,7 @@ Job::Job(const JobOptions& options, int visible_devices) : options_(options) {
   topology_ = discover_topology(session_.active() ? MPI_COMM_WORLD : MPI_COMM_NULL, options_.ranks_per_node,
                                 visible_devices, nullptr);
   communicator_ = make_communicator(topology_, comm);
+  if (topology_.size() > 1) compute_threads_ = set_compute_threads(topology_);
   if (!session_.threads_ok() && options_.overlap) {
     // The reducer's thread would call MPI while the main thread also may; without "serialized"
     // support that is undefined, so the reduction runs after the backward pass instead.

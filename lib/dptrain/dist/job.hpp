@@ -32,12 +32,14 @@ class Job {
   Communicator& communicator() { return *communicator_; }
   ReducerConfig reducer_config() const;
   const JobOptions& options() const { return options_; }
+  int compute_threads() const { return compute_threads_; }  // 0: not set by the job (one rank)
 
  private:
   JobOptions options_;
   MpiSession session_;
   Topology topology_;
   std::unique_ptr<Communicator> communicator_;
+  int compute_threads_ = 0;
 };
 
 }  // namespace dptrain::dist

@@ -1,0 +1,21 @@
+#pragma once
+// How many threads each rank computes with on the CPU. oneDNN's OpenMP runtime takes every CPU it
+// may run on; when mpiexec or srun leave several ranks the same CPU set (no binding, or binding to a
+// socket), each would start that many threads and the node would run N times more threads than
+// cores, which with OpenMP's spinning barriers is many times slower. So ranks sharing a CPU set
+// divide it. An explicit OMP_NUM_THREADS always wins.
+#include "dptrain/dist/topology.hpp"
+
+namespace dptrain::dist {
+
+// CPUs in a set written as "0-3,8" (0 if it cannot be read).
+int cpu_count(const std::string& cpu_set);
+
+// The threads `topology.self()` should use: its CPUs divided by the ranks of its node that share
+// exactly that set, at least 1.
+int fair_thread_count(const Topology& topology);
+
+// Applies fair_thread_count() to OpenMP unless OMP_NUM_THREADS is set; returns the count in use.
+int set_compute_threads(const Topology& topology);
+
+}  // namespace dptrain::dist

@@ -1,0 +1,25 @@
+#include <catch2/catch.hpp>
+
+#include "dptrain/core/duration.hpp"
+#include "dptrain/core/error.hpp"
+
+using dptrain::parse_duration_seconds;
+
+TEST_CASE("durations in the forms users and Slurm write them") {
+  CHECK(parse_duration_seconds("300", "--x") == 300);
+  CHECK(parse_duration_seconds("45s", "--x") == 45);
+  CHECK(parse_duration_seconds("5m", "--x") == 300);
+  CHECK(parse_duration_seconds("1.5h", "--x") == 5400);
+  CHECK(parse_duration_seconds("2d", "--x") == 172800);
+  CHECK(parse_duration_seconds("01:30:00", "--x") == 5400);
+  CHECK(parse_duration_seconds("10:30", "--x") == 630);
+  CHECK(parse_duration_seconds("1-02:00:00", "--x") == 93600);
+}
+
+TEST_CASE("a malformed duration names the flag and the text") {
+  for (const char* bad : {"", "m", "5x", "-5", "1:2:3:4", "a:10", "5 m"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse_duration_seconds(bad, "--stall-timeout"),
+                      Catch::Contains("--stall-timeout '" + std::string(bad) + "' is not a duration"));
+  }
+}
