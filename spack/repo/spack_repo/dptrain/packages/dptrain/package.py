@@ -93,7 +93,7 @@ class Dptrain(CMakePackage, CudaPackage):
             tty.warn("dptrain was built without +tests, so there are no tests to run")
             return
         ctest = Executable(self.spec["cmake"].prefix.bin.ctest)
-        with working_dir(self.build_directory):
+        with working_dir(self.builder.build_directory):
             ctest("--output-on-failure", "-L", "unit")
 
     # Stand-alone tests (spack test run dptrain): the installed tree, as a user meets it.
