@@ -9,18 +9,16 @@ set(_dptrain_executable OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EX
 
 # Patterns rather than a file list, so scripts added to slurm/ are installed without editing this.
 # testcluster/ is left out: it starts a throw-away Slurm cluster for our own tests, not for sites.
-if(EXISTS ${PROJECT_SOURCE_DIR}/slurm)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/slurm/ DESTINATION ${DPTRAIN_SLURM_INSTALL_DIR}
-    FILES_MATCHING
-      PATTERN "*.sbatch" PERMISSIONS ${_dptrain_executable}
-      PATTERN "*.sh" PERMISSIONS ${_dptrain_executable}
-      PATTERN "*.env"
-      PATTERN "*.md"
-      PATTERN "testcluster" EXCLUDE)
-endif()
+# OPTIONAL instead of if(EXISTS): checked at install time, so a build configured before slurm/
+# appeared in the checkout still installs it.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/slurm/ DESTINATION ${DPTRAIN_SLURM_INSTALL_DIR} OPTIONAL
+  FILES_MATCHING
+    PATTERN "*.sbatch" PERMISSIONS ${_dptrain_executable}
+    PATTERN "*.sh" PERMISSIONS ${_dptrain_executable}
+    PATTERN "*.env"
+    PATTERN "*.md"
+    PATTERN "testcluster" EXCLUDE)
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/datasets/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/datasets)
-if(EXISTS ${PROJECT_SOURCE_DIR}/slurm/README.md)
-  install(FILES ${PROJECT_SOURCE_DIR}/slurm/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/slurm)
-endif()
+install(FILES ${PROJECT_SOURCE_DIR}/slurm/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/slurm OPTIONAL)
