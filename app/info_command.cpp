@@ -6,6 +6,7 @@
 
 #include <iostream>
 
+#include "build_info.hpp"
 #include "commands.hpp"
 #include "dptrain/core/check_hdf5.hpp"
 #include "dptrain/core/check_mpi.hpp"
@@ -22,6 +23,7 @@ int run_info(const dist::JobOptions& options) {
   dist::Job job(options);
   if (!job.is_root()) return 0;
   std::cout << "dptrain " << DPTRAIN_VERSION << " (built by " << DPTRAIN_BUILT_BY << ")\n";
+  std::cout << describe_build();
   const dnnl_version_t* dnnl = dnnl_version();
   std::cout << "oneDNN   " << dnnl->major << "." << dnnl->minor << "." << dnnl->patch << " (CPU runtime "
             << (dnnl->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") << ")\n";

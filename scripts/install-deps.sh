@@ -10,14 +10,15 @@ lib_pkgs=(libdnnl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libcli11
           nlohmann-json3-dev zlib1g-dev)
 data_pkgs=(dataset-fashion-mnist)
 cluster_pkgs=(slurm-wlm munge gnuplot-nox)
-all_pkgs=("${build_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}" "${cluster_pkgs[@]}")
+packaging_pkgs=(python3 python3-yaml)  # tests/packaging reads spack.yaml and the Spack recipe
+all_pkgs=("${build_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}" "${cluster_pkgs[@]}" "${packaging_pkgs[@]}")
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   cat <<MSG
 install-deps: this is not a Debian-like system, so nothing was installed.
 Install these (or their equivalents) yourself: a C++20 compiler, CMake >= 3.25, oneDNN, Open MPI,
-HDF5 (C library and tools), CLI11, Catch2 v2, libjpeg-turbo, nlohmann-json, zlib, and optionally
-CUDA + cuDNN + NCCL.
+HDF5 (C library and tools), CLI11, Catch2 v2, libjpeg-turbo, nlohmann-json, zlib, Python 3 with
+PyYAML (for the tests), and optionally CUDA + cuDNN + NCCL.
 With Spack:  spack env activate . && spack concretize && spack install   (see README.md)
 MSG
   exit 0

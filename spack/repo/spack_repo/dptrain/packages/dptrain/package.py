@@ -1,0 +1,119 @@
+# The Spack recipe for dptrain, in the layout of Spack v1.0 and later: build systems are imported
+# from the builtin repository (spack_repo.builtin.build_systems), directives and helpers from
+# spack.package. tests/packaging/check_spack_recipe.py keeps it in step with the CMake build
+# (dependencies, options, version); run it after any change here or in cmake/.
+
+import os
+
+from spack_repo.builtin.build_systems.cmake import CMakePackage
+from spack_repo.builtin.build_systems.cuda import CudaPackage
+
+from spack.package import *
+
+# Architectures that cuDNN 9.11 and later no longer support (Maxwell, Pascal, Volta); the C4130's
+# P100 (60) and V100 (70) are among them.
+LEGACY_CUDA_ARCHS = ("50", "52", "53", "60", "61", "62", "70", "72")
+
+
+class Dptrain(CMakePackage, CudaPackage):
+    """Data-parallel training of convolutional networks on GPU clusters run by Slurm: MPI between
+    nodes, NCCL inside them, cuDNN on GPUs and oneDNN on CPUs, HDF5 for data and checkpoints."""
+
+    # No release tarball is published yet. The environment at the repository root (spack.yaml)
+    # builds this recipe from the clone it sits in through its `develop:` section, so no fetch
+    # happens. When releases are published, add `url`, `git` and a sha256 to each version.
+    # The newest version here must equal project(dptrain VERSION ...) in CMakeLists.txt.
+    version("0.1.0")
+
+    # `cuda` and `cuda_arch` come from CudaPackage.
+    variant(
+        "tests",
+        default=False,
+        description="Build the tests (Catch2); 'spack install --test=root' runs the unit tests",
+    )
+
+    # Build tools: needed to configure and compile, never at run time.
+    depends_on("cmake@3.25:", type="build")
+    depends_on("c", type="build")
+    depends_on("cxx", type="build")
+    depends_on("pkgconfig", type="build")  # CMake finds TurboJPEG through pkg-config
+
+    # Libraries linked into the binary.
+    # run as well: jobs start ranks with this MPI's mpiexec, or srun through its PMIx.
+    depends_on("mpi", type=("build", "link", "run"))
+    depends_on("hdf5@1.10:", type=("build", "link"))
+    # The CPU backend uses the oneDNN 2.x C++ API (Debian 12 ships 2.6); oneDNN 3 changed it
+    # incompatibly (primitive descriptors, post-ops). Spack's 2.x releases are 2.0, 2.1-rc, 2.5.2
+    # and 2.7.3, so this picks 2.7.3.
+    depends_on("onednn@2.6:2", type=("build", "link"))
+    depends_on("libjpeg-turbo@2:", type=("build", "link"))  # the TurboJPEG API and libturbojpeg.pc
+    depends_on("zlib-api", type=("build", "link"))
+
+    # Header-only libraries: only the compiler sees them.
+    depends_on("cli11@2:", type="build")
+    depends_on("nlohmann-json@3:", type="build")
+    depends_on("catch2@2", type="build", when="+tests")  # the tests use the Catch2 v2 API
+
+    with when("+cuda"):
+        # CudaPackage declares cuda as well; it is named here so the recipe lists everything CMake
+        # looks for. CUDA 12 still reaches sm_60/sm_70; CUDA 13 starts at sm_75 (CudaPackage
+        # turns a cuda_arch into the matching CUDA range).
+        depends_on("cuda@12:", type=("build", "link"))
+        depends_on("cudnn@9:", type=("build", "link"))
+        for _arch in LEGACY_CUDA_ARCHS:
+            depends_on("cudnn@:9.10", when=f"cuda_arch={_arch}")
+        # NCCL compiles device code, so it must be built for the same GPUs.
+        for _arch in CudaPackage.cuda_arch_values:
+            depends_on(
+                f"nccl +cuda cuda_arch={_arch}", type=("build", "link"), when=f"cuda_arch={_arch}"
+            )
+
+    conflicts(
+        "+cuda cuda_arch=none",
+        msg="dptrain +cuda needs cuda_arch: 60 for P100, 70 for V100, 90 for H100/H200",
+    )
+
+    def cmake_args(self):
+        spec = self.spec
+        args = [
+            self.define_from_variant("DPTRAIN_CUDA", "cuda"),
+            self.define_from_variant("DPTRAIN_BUILD_TESTS", "tests"),
+            # What `dptrain info` prints, so a job log names the exact build.
+            self.define("DPTRAIN_BUILT_BY", "spack"),
+            self.define("DPTRAIN_SPACK_SPEC", spec.format("{name}{@version}{variants} {/hash:7}")),
+        ]
+        if spec.satisfies("+cuda"):
+            args.append(self.define("CMAKE_CUDA_ARCHITECTURES", spec.variants["cuda_arch"].value))
+        return args
+
+    def check(self):
+        """Build-time tests (spack install --test=root): the unit tests. The MPI, end-to-end and
+        GPU tests need mpiexec slots, Fashion-MNIST and a GPU, which a build node may not have."""
+        if not self.spec.satisfies("+tests"):
+            tty.warn("dptrain was built without +tests, so there are no tests to run")
+            return
+        ctest = Executable(self.spec["cmake"].prefix.bin.ctest)
+        with working_dir(self.builder.build_directory):
+            ctest("--output-on-failure", "-L", "unit")
+
+    # Stand-alone tests (spack test run dptrain): the installed tree, as a user meets it.
+    def test_version(self):
+        """dptrain --version prints the packaged version"""
+        dptrain = which(self.prefix.bin.dptrain)
+        out = dptrain("--version", output=str.split, error=str.split)
+        assert f"dptrain {self.spec.version}" in out, f"unexpected version line: {out}"
+
+    def test_info(self):
+        """dptrain info says Spack built it, with which variants"""
+        dptrain = which(self.prefix.bin.dptrain)
+        out = dptrain("info", output=str.split, error=str.split)
+        assert "built by: spack" in out, f"'built by: spack' missing from dptrain info:\n{out}"
+        backend = "CUDA backend ON" if self.spec.satisfies("+cuda") else "CUDA backend OFF"
+        assert backend in out, f"'{backend}' missing from dptrain info:\n{out}"
+
+    def test_installed_files(self):
+        """the Slurm scripts and the documentation are installed"""
+        slurm = join_path(self.prefix.share, "dptrain", "slurm")
+        assert find(slurm, "*.sbatch"), f"no sbatch scripts in {slurm}"
+        readme = join_path(self.prefix.share, "doc", "dptrain", "README.md")
+        assert os.path.isfile(readme), f"{readme} is missing"

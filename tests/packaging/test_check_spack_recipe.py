@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""The packaging check must fail, naming the culprit, when the build and the recipe drift apart.
+Each case copies the files it reads into a temporary tree, breaks one thing and runs the check.
+
+Usage: test_check_spack_recipe.py SOURCE_DIR
+"""
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+CHECK = Path(__file__).with_name("check_spack_recipe.py")
+SOURCE = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).parents[2]).resolve()
+RECIPE = "spack/repo/spack_repo/dptrain/packages/dptrain/package.py"
+
+
+class DriftIsCaught(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = Path(self.tmp.name)
+        shutil.copy(SOURCE / "CMakeLists.txt", self.root)
+        shutil.copy(SOURCE / "spack.yaml", self.root)
+        shutil.copytree(SOURCE / "cmake", self.root / "cmake")
+        shutil.copytree(SOURCE / "spack", self.root / "spack")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_check(self):
+        result = subprocess.run([sys.executable, str(CHECK), str(self.root)], capture_output=True, text=True)
+        return result.returncode, result.stdout + result.stderr
+
+    def edit(self, rel, old, new):
+        path = self.root / rel
+        text = path.read_text(encoding="utf-8")
+        self.assertIn(old, text, f"the test expects '{old}' in {rel}; update the test with the file")
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+    def assert_fails_naming(self, *words):
+        code, out = self.run_check()
+        self.assertEqual(code, 1, f"the check passed a broken tree:\n{out}")
+        for word in words:
+            self.assertIn(word, out)
+
+    def test_the_copy_passes(self):
+        code, out = self.run_check()
+        self.assertEqual(code, 0, out)
+
+    def test_new_cmake_dependency(self):
+        with open(self.root / "cmake" / "Dependencies.cmake", "a", encoding="utf-8") as f:
+            f.write("\nfind_package(Boost 1.80 REQUIRED COMPONENTS program_options)\n")
+        self.assert_fails_naming("Boost", "CMAKE_TO_SPACK", "cmake/Dependencies.cmake")
+
+    def test_recipe_drops_a_dependency(self):
+        self.edit(RECIPE, 'depends_on("hdf5@1.10:", type=("build", "link"))', "")
+        self.assert_fails_naming("depends_on(hdf5)", "HDF5")
+
+    def test_version_bump_in_cmake_only(self):
+        self.edit("CMakeLists.txt", "VERSION 0.1.0", "VERSION 0.2.0")
+        self.assert_fails_naming("version('0.2.0')", "dptrain@=0.2.0")
+
+    def test_cuda_13_cannot_reach_p100(self):
+        self.edit("spack.yaml", "- cuda@12", "- cuda@13")
+        self.assert_fails_naming("cuda must be a 12.x release")
+
+    def test_slurm_must_be_external(self):
+        self.edit("spack.yaml", "slurm:\n      buildable: false", "slurm:\n      buildable: true")
+        self.assert_fails_naming("slurm:buildable")
+
+    def test_onednn_3_is_refused(self):
+        self.edit(RECIPE, '"onednn@2.6:2"', '"onednn@2.6:"')
+        self.assert_fails_naming("onednn 2.x")
+
+    def test_link_library_as_build_only(self):
+        self.edit(RECIPE, 'depends_on("zlib-api", type=("build", "link"))', 'depends_on("zlib-api", type="build")')
+        self.assert_fails_naming("zlib-api", "'link'")
+
+    def test_cuda_library_without_condition(self):
+        self.edit(RECIPE, 'with when("+cuda"):', 'if True:')
+        self.assert_fails_naming("must only apply when +cuda")
+
+    def test_recipe_that_does_not_compile(self):
+        self.edit(RECIPE, "def cmake_args(self):", "def cmake_args(self)")
+        self.assert_fails_naming("does not compile")
+
+    def test_unknown_cmake_option(self):
+        self.edit("CMakeLists.txt", "set(DPTRAIN_SPACK_SPEC", "set(DPTRAIN_SPEC")
+        self.assert_fails_naming("-DDPTRAIN_SPACK_SPEC")
+
+    def test_invalid_yaml(self):
+        (self.root / "spack.yaml").write_text("spack:\n  specs: [dptrain\n", encoding="utf-8")
+        self.assert_fails_naming("not valid YAML")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
