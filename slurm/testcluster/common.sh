@@ -1,0 +1,38 @@
+# Shared by start.sh and stop.sh (sourced, not run): where the test cluster keeps its state, and how
+# to find every process it started.
+# shellcheck shell=bash disable=SC2034  # the variables are used by the scripts that source this
+
+# The state directory: configuration, munge key and socket, spools, logs, pid files, device files.
+# Keep it short: munge's socket path must fit in a sockaddr_un (108 bytes).
+testcluster_dir=${DPTRAIN_TESTCLUSTER_DIR:-/tmp/dptrain-testcluster}
+# slurmctld listens on this port, node i's slurmd on this port + i.
+testcluster_port=${DPTRAIN_TESTCLUSTER_PORT:-16817}
+
+# Every daemon is started with this variable in its environment, and slurmstepd and job tasks inherit
+# it (tasks through SLURM_CONF as well), so stop.sh finds what is left by reading /proc/PID/environ.
+testcluster_marker="DPTRAIN_TESTCLUSTER_DIR=$testcluster_dir"
+
+tc_log() { echo "testcluster: $*"; }
+tc_die() { echo "testcluster: error: $*" >&2; exit 1; }
+
+# The PIDs of processes that belong to this test cluster (daemons, step daemons, job tasks).
+tc_processes() {
+  local environ pid
+  for environ in /proc/[0-9]*/environ; do
+    pid=${environ#/proc/}
+    pid=${pid%/environ}
+    [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+    if tr '\0' '\n' 2>/dev/null < "$environ" |
+         grep -qxF -e "$testcluster_marker" -e "SLURM_CONF=$testcluster_dir/slurm.conf"; then
+      echo "$pid"
+    fi
+  done
+}
+
+# Is the process in this pid file alive?
+tc_pid_alive() {
+  local pid
+  [[ -s $1 ]] || return 1
+  pid=$(<"$1")
+  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
+}
