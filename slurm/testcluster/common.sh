@@ -8,22 +8,28 @@ testcluster_dir=${DPTRAIN_TESTCLUSTER_DIR:-/tmp/dptrain-testcluster}
 # slurmctld listens on this port, node i's slurmd on this port + i.
 testcluster_port=${DPTRAIN_TESTCLUSTER_PORT:-16817}
 
-# Every daemon is started with this variable in its environment, and slurmstepd and job tasks inherit
-# it (tasks through SLURM_CONF as well), so stop.sh finds what is left by reading /proc/PID/environ.
-testcluster_marker="DPTRAIN_TESTCLUSTER_DIR=$testcluster_dir"
+# Every daemon is started with this marker in its environment and slurmstepd inherits it; job tasks
+# carry SLURM_CONF of this cluster and a SLURM_JOB_ID. So stop.sh finds what is left by reading
+# /proc/PID/environ, and never touches a shell that merely uses the cluster (or its own ancestors).
+testcluster_marker="DPTRAIN_TESTCLUSTER_DAEMON=$testcluster_dir"
 
 tc_log() { echo "testcluster: $*"; }
 tc_die() { echo "testcluster: error: $*" >&2; exit 1; }
 
 # The PIDs of processes that belong to this test cluster (daemons, step daemons, job tasks).
 tc_processes() {
-  local environ pid
+  local environ pid env ancestors=" " p=$BASHPID
+  while [[ $p -gt 1 ]]; do
+    ancestors+="$p "
+    p=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null || echo 1)
+  done
   for environ in /proc/[0-9]*/environ; do
     pid=${environ#/proc/}
     pid=${pid%/environ}
-    [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
-    if tr '\0' '\n' 2>/dev/null < "$environ" |
-         grep -qxF -e "$testcluster_marker" -e "SLURM_CONF=$testcluster_dir/slurm.conf"; then
+    [[ $ancestors == *" $pid "* ]] && continue
+    env=$(tr '\0' '\n' 2>/dev/null < "$environ") || continue
+    if grep -qxF "$testcluster_marker" <<< "$env" ||
+       { grep -qxF "SLURM_CONF=$testcluster_dir/slurm.conf" <<< "$env" && grep -q '^SLURM_JOB_ID=' <<< "$env"; }; then
       echo "$pid"
     fi
   done

@@ -66,7 +66,7 @@ mkdir -p "$state"/{munge,ctld,run,log,dev,spool,tmp}
 chmod 0755 "$state" "$state"/{munge,ctld,run,log,dev,spool,tmp}   # munged refuses group/world-writable dirs
 for (( i = 1; i <= nodes; ++i )); do mkdir -p "$state/spool/node$i" "$state/tmp/node$i"; done
 # Started daemons carry the marker, and so does everything they start (see common.sh).
-export DPTRAIN_TESTCLUSTER_DIR=$state
+export DPTRAIN_TESTCLUSTER_DAEMON=$state
 export SLURM_CONF=$state/slurm.conf
 
 # munge: its own key, socket, pid, seed and log file.
