@@ -4,6 +4,10 @@
 
 dptrain_die() { echo "dptrain-slurm: error: $*" >&2; exit 1; }
 dptrain_log() { echo "dptrain-slurm: $*"; }
+dptrain_require_job() {
+  [[ -n ${SLURM_JOB_ID:-} ]] ||
+    dptrain_die "$1 is a batch script: submit it with sbatch or slurm/submit.sh (see slurm/README.md, or --help)"
+}
 
 # Sources the partition profile: DPTRAIN_PROFILE is a name in slurm/partitions (c4130-g, c4130-k) or a
 # path to an .env file. Values already in the environment win over the profile's.
