@@ -67,7 +67,8 @@ dptrain_launcher() {
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$cpus}
   if [[ ${DPTRAIN_SRUN_MPI:-pmix} == none ]]; then
     command -v mpiexec >/dev/null 2>&1 || dptrain_die "DPTRAIN_SRUN_MPI=none needs mpiexec on PATH"
-    launcher=(mpiexec -n "${SLURM_NTASKS:?not in a Slurm job}" --map-by "ppr:${SLURM_NTASKS_PER_NODE%%(*}:node:PE=$cpus"
+    # Open MPI starts its daemons on the allocated nodes through Slurm; ranks are placed per node.
+    launcher=(mpiexec -n "${SLURM_NTASKS:?not in a Slurm job}" --map-by "ppr:${SLURM_NTASKS_PER_NODE%%(*}:node"
               --bind-to none)
     return
   fi
