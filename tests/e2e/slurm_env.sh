@@ -5,8 +5,12 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dptrain=${1:?usage: $0 DPTRAIN}
 state=${DPTRAIN_TESTCLUSTER_DIR:-/tmp/dptrain-testcluster}
 fail() { echo "FAIL: $*"; exit 1; }
-[[ -f $state/slurm.conf ]] || fail "no test cluster at $state (the e2e_slurm_cluster_start fixture starts it)"
 export SLURM_CONF=$state/slurm.conf
+# The fixture skips itself where the cluster cannot run (not root, no Slurm); so do the tests then.
+if [[ ! -f $SLURM_CONF ]] || ! scontrol ping 2>/dev/null | grep -q UP; then
+  echo "SKIP: no test cluster is running at $state (the e2e_slurm_cluster_start fixture starts it)"
+  exit 77
+fi
 export DPTRAIN_PROFILE=$repo/slurm/testcluster/testcluster.env
 export DPTRAIN_BIN=$dptrain
 work=$(mktemp -d "$state/work.XXXXXX")

@@ -7,7 +7,7 @@ set -uo pipefail
 source "$(dirname "$0")/slurm_env.sh" "$1"
 
 out=$work/study
-timeout 150 bash "$repo/slurm/scaling-study.sh" --gpus "1 2 4 8" --batch-size 8 --steps 3 --warmup 1 \
+timeout 200 bash "$repo/slurm/scaling-study.sh" --gpus "1 2 4 8" --batch-size 8 --steps 3 --warmup 1 \
   --time 00:03:00 --out "$out" --sequential --wait lenet -- --image-size 28 --classes 10 > "$work/study.log" 2>&1
 rc=$?
 cat "$work/study.log"
