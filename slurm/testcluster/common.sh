@@ -8,8 +8,8 @@ testcluster_dir=${DPTRAIN_TESTCLUSTER_DIR:-/tmp/dptrain-testcluster}
 # slurmctld listens on this port, node i's slurmd on this port + i.
 testcluster_port=${DPTRAIN_TESTCLUSTER_PORT:-16817}
 
-# Every daemon is started with this marker in its environment and slurmstepd inherits it; job tasks
-# carry SLURM_CONF of this cluster and a SLURM_JOB_ID. So stop.sh finds what is left by reading
+# Every daemon is started with this marker in its environment; slurmstepd works in the state directory;
+# job tasks carry SLURM_CONF of this cluster and a SLURM_JOB_ID. So stop.sh finds what is left by reading
 # /proc/PID/environ, and never touches a shell that merely uses the cluster (or its own ancestors).
 testcluster_marker="DPTRAIN_TESTCLUSTER_DAEMON=$testcluster_dir"
 
@@ -18,21 +18,23 @@ tc_die() { echo "testcluster: error: $*" >&2; exit 1; }
 
 # The PIDs of processes that belong to this test cluster (daemons, step daemons, job tasks).
 tc_processes() {
-  local environ pid env ancestors=" " p=$BASHPID
+  local ancestors=" " p=$BASHPID file pid
   while [[ $p -gt 1 ]]; do
     ancestors+="$p "
     p=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null || echo 1)
   done
-  for environ in /proc/[0-9]*/environ; do
-    pid=${environ#/proc/}
+  {
+    grep -lzxF "$testcluster_marker" /proc/[0-9]*/environ 2>/dev/null || true
+    # slurmstepd starts with an empty environment, but works in this cluster's log or spool directory.
+    find /proc/[0-9]*/cwd -maxdepth 0 \( -lname "$testcluster_dir/*" -o -lname "$testcluster_dir" \) 2>/dev/null |
+      sed 's|/cwd$|/environ|' || true
+    grep -lzxF "SLURM_CONF=$testcluster_dir/slurm.conf" /proc/[0-9]*/environ 2>/dev/null |
+      while read -r file; do grep -qz '^SLURM_JOB_ID=' "$file" 2>/dev/null && echo "$file"; done || true
+  } | while read -r file; do
+    pid=${file#/proc/}
     pid=${pid%/environ}
-    [[ $ancestors == *" $pid "* ]] && continue
-    env=$(tr '\0' '\n' 2>/dev/null < "$environ") || continue
-    if grep -qxF "$testcluster_marker" <<< "$env" ||
-       { grep -qxF "SLURM_CONF=$testcluster_dir/slurm.conf" <<< "$env" && grep -q '^SLURM_JOB_ID=' <<< "$env"; }; then
-      echo "$pid"
-    fi
-  done
+    [[ $ancestors == *" $pid "* ]] || echo "$pid"
+  done | sort -un
 }
 
 # Is the process in this pid file alive?

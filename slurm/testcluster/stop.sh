@@ -26,14 +26,19 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/common.sh"
 state=$testcluster_dir
 
-# Ends the process in a pid file: TERM, then KILL after 10 s.
-stop_pidfile() {
-  local pid
-  tc_pid_alive "$1" || return 0
-  pid=$(<"$1")
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.2; done
-  kill -KILL "$pid" 2>/dev/null || true
+# Ends the processes in these pid files together: TERM, then KILL what is left after 10 s.
+stop_pidfiles() {
+  local file pids=() pid alive
+  for file in "$@"; do tc_pid_alive "$file" && pids+=("$(<"$file")"); done
+  [[ ${#pids[@]} -gt 0 ]] || return 0
+  kill -TERM "${pids[@]}" 2>/dev/null || true
+  for _ in $(seq 50); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive -eq 1 ]] || return 0
+    sleep 0.2
+  done
+  kill -KILL "${pids[@]}" 2>/dev/null || true
 }
 
 if [[ -f $state/slurm.conf ]] && tc_pid_alive "$state/run/slurmctld.pid"; then
@@ -49,9 +54,10 @@ if [[ -f $state/slurm.conf ]] && tc_pid_alive "$state/run/slurmctld.pid"; then
   fi
 fi
 
-for pidfile in "$state"/run/slurmd-*.pid; do [[ -e $pidfile ]] && stop_pidfile "$pidfile"; done
-stop_pidfile "$state/run/slurmctld.pid"
-stop_pidfile "$state/run/munged.pid"
+shopt -s nullglob
+stop_pidfiles "$state"/run/slurmd-*.pid
+stop_pidfiles "$state/run/slurmctld.pid"
+stop_pidfiles "$state/run/munged.pid"
 
 # Step daemons and tasks of cancelled jobs, if any outlived their slurmd: each by its id.
 mapfile -t left < <(tc_processes)
