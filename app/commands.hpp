@@ -13,5 +13,6 @@ Command add_inspect_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
+Command add_report_command(CLI::App& app);
 
 }  // namespace dptrain::app

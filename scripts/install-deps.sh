@@ -9,7 +9,9 @@ build_pkgs=(cmake g++ make pkg-config)
 lib_pkgs=(libdnnl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libcli11-dev catch2 libturbojpeg0-dev
           nlohmann-json3-dev zlib1g-dev)
 data_pkgs=(dataset-fashion-mnist)
-cluster_pkgs=(slurm-wlm munge gnuplot-nox)
+# The local Slurm test cluster (slurmctld, slurmd, the PMIx plugin, munge), the report's plot, and
+# the lint of the shipped scripts.
+cluster_pkgs=(slurm-wlm slurm-wlm-basic-plugins munge libpmix2 gnuplot-nox shellcheck)
 packaging_pkgs=(python3 python3-yaml)  # tests/packaging reads spack.yaml and the Spack recipe
 all_pkgs=("${build_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}" "${cluster_pkgs[@]}" "${packaging_pkgs[@]}")
 

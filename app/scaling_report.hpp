@@ -1,0 +1,43 @@
+#pragma once
+// The scaling table of `dptrain report` (the whitepaper's Figure 6): images/sec per model and GPU
+// count, read from `dptrain bench --json` results and `dptrain train --metrics` summary lines, with
+// the speedup over the smallest count and the parallel efficiency.
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace dptrain::app {
+
+// One measured run: a model on `gpus` ranks at `images_per_sec` over all of them.
+struct ScalingSample {
+  std::string model;
+  int gpus = 0;
+  double images_per_sec = 0;
+  std::string source;  // the file it came from, for messages
+};
+
+struct ScalingRow {
+  std::string model;
+  int gpus = 0;
+  int runs = 0;               // samples averaged into this row
+  double images_per_sec = 0;  // mean over the runs
+  double speedup = 0;         // over the smallest GPU count of the model, per GPU (see scaling_table)
+  double efficiency = 0;      // speedup / gpus
+};
+
+// Reads one file: a JSON object (a bench result), an array of them, or JSON lines (a metrics file,
+// whose "summary" lines count and whose "step"/"eval" lines are skipped). Throws dptrain::Error naming
+// the file, the line and the field when something is missing or malformed.
+std::vector<ScalingSample> read_scaling_samples(const std::string& path);
+
+// Rows per model (models in first-seen order), sorted by GPUs; runs with the same model and GPU count
+// are averaged. The speedup of n GPUs is ips(n) / (ips(b) / b) with b the model's smallest count, so
+// it is the plain ratio over one GPU when b = 1, and assumes ideal scaling up to b otherwise.
+std::vector<ScalingRow> scaling_table(const std::vector<ScalingSample>& samples);
+
+void print_scaling_table(std::ostream& out, const std::vector<ScalingRow>& rows);
+void write_scaling_csv(std::ostream& out, const std::vector<ScalingRow>& rows);
+// A gnuplot script that draws speedup against GPUs per model, with the ideal line, into png_path.
+std::string scaling_plot_script(const std::vector<ScalingRow>& rows, const std::string& png_path);
+
+}  // namespace dptrain::app

@@ -1,0 +1,88 @@
+# Shared by the scripts in slurm/ (sourced, not run): the partition profile, the dptrain binary, the
+# sbatch options of a job shape, and the srun command of a job step.
+# shellcheck shell=bash
+
+dptrain_die() { echo "dptrain-slurm: error: $*" >&2; exit 1; }
+dptrain_log() { echo "dptrain-slurm: $*"; }
+dptrain_require_job() {
+  [[ -n ${SLURM_JOB_ID:-} ]] ||
+    dptrain_die "$1 is a batch script: submit it with sbatch or slurm/submit.sh (see slurm/README.md, or --help)"
+}
+
+# Sources the partition profile: DPTRAIN_PROFILE is a name in slurm/partitions (c4130-g, c4130-k) or a
+# path to an .env file. Values already in the environment win over the profile's.
+dptrain_load_profile() {
+  local slurm_dir=$1 profile=${DPTRAIN_PROFILE:-c4130-g} file
+  if [[ $profile == */* || $profile == *.env ]]; then
+    file=$profile
+  else
+    file=$slurm_dir/partitions/$profile.env
+  fi
+  [[ -f $file ]] || dptrain_die "no partition profile '$profile' ($file); see $slurm_dir/partitions/"
+  # shellcheck source=partitions/c4130-g.env
+  source "$file"
+  DPTRAIN_PROFILE_FILE=$(cd "$(dirname "$file")" && pwd)/$(basename "$file")
+  export DPTRAIN_PROFILE=$DPTRAIN_PROFILE_FILE
+}
+
+# The dptrain to run: DPTRAIN_BIN, else `dptrain` on PATH, else the repository's CUDA or CPU build.
+dptrain_find_binary() {
+  local slurm_dir=$1 candidate
+  if [[ -n ${DPTRAIN_BIN:-} ]]; then
+    [[ -x $DPTRAIN_BIN ]] || dptrain_die "DPTRAIN_BIN=$DPTRAIN_BIN is not an executable"
+    echo "$DPTRAIN_BIN"
+    return
+  fi
+  if command -v dptrain >/dev/null 2>&1; then command -v dptrain; return; fi
+  for candidate in "$slurm_dir/../build/cuda/app/dptrain" "$slurm_dir/../build/cpu/app/dptrain"; do
+    if [[ -x $candidate ]]; then
+      echo "$(cd "$(dirname "$candidate")" && pwd)/dptrain"
+      return
+    fi
+  done
+  dptrain_die "no dptrain found: put it on PATH, set DPTRAIN_BIN, or build it (make build)"
+}
+
+# The sbatch options of a job of NODES nodes with TASKS ranks (one per GPU) on each, from the profile.
+# Prints one option per line (read them with mapfile).
+dptrain_sbatch_options() {
+  local nodes=$1 tasks=$2 gpus extra
+  echo "--partition=$DPTRAIN_PARTITION"
+  echo "--nodes=$nodes"
+  echo "--ntasks-per-node=$tasks"
+  echo "--cpus-per-task=$DPTRAIN_CPUS_PER_TASK"
+  if [[ ${DPTRAIN_GPUS_PER_NODE:-0} -gt 0 ]]; then
+    gpus=$tasks
+    [[ -n ${DPTRAIN_GPU_TYPE:-} ]] && gpus=$DPTRAIN_GPU_TYPE:$tasks
+    echo "--gpus-per-node=$gpus"
+  fi
+  read -r -a extra <<< "${DPTRAIN_SBATCH_EXTRA:-}"
+  [[ ${#extra[@]} -eq 0 ]] || printf '%s\n' "${extra[@]}"
+}
+
+# The launcher of a job step on every rank of the allocation, into the array `launcher`:
+# srun with the profile's MPI plugin and binding, or mpiexec when DPTRAIN_SRUN_MPI=none.
+dptrain_launcher() {
+  local cpus=${SLURM_CPUS_PER_TASK:-${DPTRAIN_CPUS_PER_TASK:-1}}
+  export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$cpus}
+  if [[ ${DPTRAIN_SRUN_MPI:-pmix} == none ]]; then
+    command -v mpiexec >/dev/null 2>&1 || dptrain_die "DPTRAIN_SRUN_MPI=none needs mpiexec on PATH"
+    # Open MPI starts its daemons on the allocated nodes through Slurm; ranks are placed per node.
+    launcher=(mpiexec -n "${SLURM_NTASKS:?not in a Slurm job}" --map-by "ppr:${SLURM_NTASKS_PER_NODE%%(*}:node"
+              --bind-to none)
+    return
+  fi
+  launcher=(srun "--mpi=${DPTRAIN_SRUN_MPI:-pmix}" --kill-on-bad-exit=1 "--cpus-per-task=$cpus")
+  [[ -n ${DPTRAIN_CPU_BIND:-} ]] && launcher+=("--cpu-bind=$DPTRAIN_CPU_BIND")
+  if [[ -n ${DPTRAIN_GPU_BIND:-} && ${DPTRAIN_GPUS_PER_NODE:-0} -gt 0 ]]; then
+    launcher+=("--gpu-bind=$DPTRAIN_GPU_BIND")
+  fi
+  return 0
+}
+
+# One line that names the job, for the head of its log.
+dptrain_job_banner() {
+  echo "=== job ${SLURM_JOB_NAME:-?} ${SLURM_JOB_ID:-?} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NUM_NODES:-?}" \
+       "node(s) ${SLURM_JOB_NODELIST:-?}, ${SLURM_NTASKS:-?} ranks, partition ${SLURM_JOB_PARTITION:-?}," \
+       "profile ${DPTRAIN_PROFILE_FILE:-?}, $(date -u '+%Y-%m-%dT%H:%M:%SZ') ==="
+}

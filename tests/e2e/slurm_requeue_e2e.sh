@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# End-to-end on the local Slurm test cluster: a training job whose time limit expires mid-training
+# gets USR1 from Slurm (--signal=B:USR1@45 on a 1-minute limit), forwards it to the ranks, which write a
+# checkpoint and exit 75; the script requeues the job, which resumes (--resume auto) and finishes with
+# the same final parameters as an uninterrupted run. Needs the distributed `dptrain train` with
+# checkpoints (--checkpoint-dir, --resume, exit code 75).
+set -uo pipefail
+# shellcheck source=tests/e2e/slurm_env.sh
+source "$(dirname "$0")/slurm_env.sh" "$1"
+data=${2:?usage: $0 DPTRAIN DATA}
+steps=${DPTRAIN_REQUEUE_STEPS:-600}
+
+"$dptrain" train --help | grep -q -- --checkpoint-dir || fail "this dptrain has no --checkpoint-dir (checkpoints not merged yet)"
+
+submit() {  # submit NAME TIME: the same training, under a time limit
+  bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 2 --time="$2" --signal=B:USR1@45 --job-name="$1" \
+    --output="$work/$1-%j.out" -- "$repo/slurm/train.sbatch" --model lenet --data "$data" --steps "$steps" \
+    --batch-size 16 --lr 0.1 --log-every 100 --checkpoint-every 50 --run-dir "$work/$1"
+}
+# The uninterrupted reference and the interrupted run, side by side.
+reference=$(submit reference 00:10:00) || fail "submitting the reference run"
+interrupted=$(submit interrupted 00:01:00) || fail "submitting the interrupted run"
+ref_state=$(wait_job "$reference" 280)
+int_state=$(wait_job "$interrupted" 280)
+cat "$work"/interrupted-*.out
+[[ $ref_state == COMPLETED ]] || { cat "$work"/reference-*.out; fail "the reference run ended $ref_state"; }
+[[ $int_state == COMPLETED ]] || fail "the interrupted run ended $int_state"
+restarts=$(job_field "$interrupted" Restarts)
+(( restarts >= 1 )) || fail "the interrupted run was never requeued (Restarts=$restarts): the time limit did not interrupt it"
+grep -q "received USR1" "$work"/interrupted-*.out || fail "the batch script never got USR1"
+grep -q "requeueing job $interrupted" "$work"/interrupted-*.out || fail "the batch script did not requeue"
+
+final() {  # the newest checkpoint of a run
+  local dir=$work/$1/checkpoints latest
+  latest=$(readlink "$dir/latest" 2>/dev/null || cat "$dir/latest" 2>/dev/null)
+  [[ -n $latest ]] || latest=$(find "$dir" -name 'ckpt-*.h5' | sort -V | tail -n 1)
+  [[ $latest == /* ]] || latest=$dir/$latest
+  echo "$latest"
+}
+ref_ckpt=$(final reference)
+int_ckpt=$(final interrupted)
+[[ -f $ref_ckpt && -f $int_ckpt ]] || fail "missing final checkpoints ($ref_ckpt, $int_ckpt)"
+[[ $(basename "$ref_ckpt") == "ckpt-$steps.h5" && $(basename "$int_ckpt") == "ckpt-$steps.h5" ]] ||
+  fail "the final checkpoints are not of step $steps: $ref_ckpt $int_ckpt"
+# Same parameters: resuming continues the same computation (same ranks, same summation order).
+h5diff -r "$ref_ckpt" "$int_ckpt" /params /params > "$work/h5diff.log" 2>&1 ||
+  { head -n 40 "$work/h5diff.log"; fail "the resumed run's final parameters differ from the uninterrupted run's"; }
+echo "PASS"

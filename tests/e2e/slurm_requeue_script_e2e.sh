@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# End-to-end on the local Slurm test cluster, for slurm/train.sbatch's own part of the requeue: a job
+# with a 1-minute limit gets USR1 from Slurm (--signal=B:USR1@45), the script forwards it to the step,
+# the stand-in trainer (tests/e2e/stand_in_dptrain.sh) checkpoints and exits 75, the script requeues,
+# and the requeued runs resume until every step is done exactly once. The real trainer's part is
+# slurm_requeue_e2e.sh.
+set -uo pipefail
+# shellcheck source=tests/e2e/slurm_env.sh
+source "$(dirname "$0")/slurm_env.sh" "$1"
+export DPTRAIN_BIN=$repo/tests/e2e/stand_in_dptrain.sh
+steps=45
+
+job=$(bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 1 --time=00:01:00 --signal=B:USR1@45 \
+        --job-name=e2e-requeue --output="$work/requeue-%j.out" -- "$repo/slurm/train.sbatch" \
+        --model lenet --data "$work" --steps "$steps" --run-dir "$work/run") || fail "submit.sh failed"
+state=$(wait_job "$job" 170)
+cat "$work"/requeue-*.out
+[[ $state == COMPLETED ]] || fail "job $job ended $state, not COMPLETED"
+restarts=$(job_field "$job" Restarts)
+(( restarts >= 1 )) || fail "the job was never requeued (Restarts=$restarts)"
+grep -q "received USR1" "$work"/requeue-*.out || fail "the batch script never got USR1"
+grep -q "stand-in: checkpoint at step" "$work"/requeue-*.out || fail "USR1 did not reach the job step"
+grep -q "requeueing job $job" "$work"/requeue-*.out || fail "the batch script did not requeue"
+grep -q "stand-in: finished at step $steps" "$work"/requeue-*.out || fail "the last run did not finish"
+# Every step exactly once, in order, across the runs: each run resumed where the previous one stopped.
+[[ $(tr '\n' ' ' < "$work/run/checkpoints/steps.log") == "$(seq -s ' ' 1 "$steps") " ]] ||
+  fail "steps were lost or repeated across requeues: $(tr '\n' ' ' < "$work/run/checkpoints/steps.log")"
+echo "PASS ($restarts requeue(s))"
