@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +25,8 @@ ScratchDirectory::ScratchDirectory(const std::string& tag) {
 }
 
 ScratchDirectory::~ScratchDirectory() {
+  // DPTRAIN_TEST_KEEP=1 keeps the files, to look at a failure (or a checkpoint) by hand.
+  if (const char* keep = std::getenv("DPTRAIN_TEST_KEEP"); keep && std::string(keep) == "1") return;
   std::error_code ec;
   fs::remove_all(path_, ec);
 }

@@ -13,7 +13,7 @@
 namespace dptrain::testing {
 
 // A fresh empty directory under the system's temporary directory, removed with everything in it when
-// the object goes.
+// the object goes (unless DPTRAIN_TEST_KEEP=1).
 class ScratchDirectory {
  public:
   explicit ScratchDirectory(const std::string& tag);
