@@ -9,6 +9,10 @@
 
 namespace dptrain::ckpt {
 
+// The exit code of a run stopped by a signal or its time limit after writing its checkpoint:
+// EX_TEMPFAIL from sysexits.h, "try again later", which the sbatch scripts turn into a requeue.
+inline constexpr int kExitPreempted = 75;
+
 // Installs the handlers for SIGUSR1 and SIGTERM with sigaction (SA_RESTART, so a blocking read or a
 // collective interrupted by the signal resumes instead of failing with EINTR). Idempotent.
 void install_preemption_handlers();

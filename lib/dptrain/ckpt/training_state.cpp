@@ -100,6 +100,10 @@ TrainingState capture_state(Net& net, Sgd& sgd, const std::string& model, const 
   state.optimizer.sgd = sgd.config();
   state.optimizer.momentum = host_copies(backend, momentum_targets(sgd));
   state.progress = progress;
+  if (state.progress.base_lr == 0) {  // the linear scaling rule, as LearningRateSchedule::base()
+    const ScheduleConfig& s = progress.schedule;
+    state.progress.base_lr = s.lr_per_256 * static_cast<double>(s.global_batch) / 256.0;
+  }
   state.configuration = std::move(configuration);
   state.dptrain_version = DPTRAIN_VERSION;
   return state;

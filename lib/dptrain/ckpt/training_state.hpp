@@ -30,7 +30,7 @@ struct Progress {
   std::int64_t global_batch = 0;
   std::int64_t world_size = 1;        // at save; informational, a resume may use another
   ScheduleConfig schedule;            // kind, lr per 256, global batch, total steps, warm-up, ...
-  double base_lr = 0;                 // the schedule's scaled base rate, for readers without dptrain
+  double base_lr = 0;  // the schedule's scaled base rate, for readers without dptrain (0: capture computes it)
   double loss_scale = 1.0;            // mixed precision's dynamic loss scale (1.0 while training is fp32)
 };
 

@@ -24,7 +24,6 @@ ckpt::Progress some_progress() {
   p.schedule.total_steps = 90000;
   p.schedule.warmup_steps = 500;
   p.schedule.milestones = {30000, 60000, 80000};
-  p.base_lr = 0.1;
   return p;
 }
 }  // namespace
@@ -53,6 +52,7 @@ TEST_CASE("a trained model's state survives write, read and apply byte for byte"
   CHECK(read.progress.schedule.milestones == std::vector<std::int64_t>{30000, 60000, 80000});
   CHECK(read.progress.schedule.warmup_steps == 500);
   CHECK(read.progress.loss_scale == 1.0);
+  CHECK(read.progress.base_lr == Approx(0.1));  // derived at capture: 0.1 per 256 at a global batch of 256
   CHECK(read.optimizer.sgd.momentum == trained.trainer->optimizer().config().momentum);
   CHECK(read.optimizer.sgd.weight_decay == trained.trainer->optimizer().config().weight_decay);
   for (std::size_t i = 0; i < read.parameters.size(); ++i) {
