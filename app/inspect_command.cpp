@@ -1,15 +1,18 @@
 // dptrain inspect --model NAME: the layers of a model, their output shapes and parameter counts, the
-// total parameter count and the forward FLOPs per image.
+// total parameter count and the forward FLOPs per image. dptrain inspect CKPT: a checkpoint
+// (inspect_checkpoint.cpp).
 #include <iomanip>
 #include <iostream>
 
 #include "commands.hpp"
+#include "inspect_checkpoint.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "json_writer.hpp"
 
 namespace dptrain::app {
 namespace {
 struct InspectOptions {
+  std::string checkpoint;
   std::string model;
   int image_size = 0;
   int classes = 1000;
@@ -25,6 +28,7 @@ std::int64_t layer_parameters(Layer& layer) {
 }
 
 int run_inspect(const InspectOptions& o) {
+  if (!o.checkpoint.empty()) return inspect_checkpoint(o.checkpoint, o.json);
   if (o.list || o.model.empty()) {
     for (const ModelInfo& m : model_zoo()) {
       std::cout << std::left << std::setw(16) << m.name << std::setw(5) << m.default_image_size << m.description
@@ -65,15 +69,21 @@ int run_inspect(const InspectOptions& o) {
 }  // namespace
 
 Command add_inspect_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("inspect", "Show a model's layers, output shapes, parameter count and FLOPs");
+  auto* cmd = app.add_subcommand(
+      "inspect", "Show a model's layers, output shapes, parameter count and FLOPs, or what a checkpoint holds");
   auto o = std::make_shared<InspectOptions>();
-  cmd->add_option("--model", o->model, "Model name");
-  cmd->add_flag("--list", o->list, "List the models");
+  auto* checkpoint = cmd->add_option(
+      "checkpoint", o->checkpoint,
+      "A checkpoint (ckpt-*.h5) or checkpoint directory (its latest): model, progress, configuration and "
+      "per-tensor statistics");
+  auto* model = cmd->add_option("--model", o->model, "Model name");
+  auto* list = cmd->add_flag("--list", o->list, "List the models");
+  checkpoint->excludes(model)->excludes(list);
   cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--classes", o->classes, "Number of classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
   cmd->add_flag("--no-aux", o->no_aux, "Leave out the auxiliary classifiers (GoogLeNet, Inception-V3)");
-  cmd->add_flag("--json", o->json, "Print a JSON summary instead of the table");
+  cmd->add_flag("--json", o->json, "Print a JSON summary instead of the table (of the model or the checkpoint)");
   return [o] { return run_inspect(*o); };
 }
 

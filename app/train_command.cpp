@@ -8,8 +8,11 @@
 #include <iostream>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "distributed_options.hpp"
+#include "dptrain/ckpt/preemption.hpp"
 #include "dptrain/data/loader.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/dist/parameter_sync.hpp"
@@ -17,6 +20,7 @@
 #include "dptrain/train/evaluation.hpp"
 #include "dptrain/train/trainer.hpp"
 #include "json_writer.hpp"
+#include "run_checkpoints.hpp"
 #include "training_log.hpp"
 
 namespace dptrain::app {
@@ -33,8 +37,38 @@ struct TrainOptions {
   bool nesterov = false, no_aux = false, flip = false;
   int crop = 0, pad = 0, threads = 2, log_every = 50;
   std::uint64_t seed = 1;
+  bool batch_given = false;  // --batch-size on the command line (a resume keeps the global batch otherwise)
   dist::JobOptions dist;
+  CheckpointOptions checkpoints;
 };
+
+// The run's configuration as stored in checkpoints (and shown by `dptrain inspect CKPT`).
+std::string configuration_json(const TrainOptions& o, int world_size) {
+  nlohmann::json j;
+  j["model"] = o.model;
+  j["data"] = o.data;
+  j["epochs"] = o.epochs;
+  j["steps"] = o.steps;
+  j["batch_size"] = o.batch;
+  j["world_size"] = world_size;
+  j["lr_per_256"] = o.lr;
+  j["schedule"] = o.schedule;
+  j["warmup_epochs"] = o.warmup_epochs;
+  j["milestones"] = o.milestones;
+  j["momentum"] = o.momentum;
+  j["nesterov"] = o.nesterov;
+  j["weight_decay"] = o.weight_decay;
+  j["label_smoothing"] = o.label_smoothing;
+  j["aux_heads"] = !o.no_aux;
+  j["crop"] = o.crop;
+  j["pad"] = o.pad;
+  j["flip"] = o.flip;
+  j["seed"] = o.seed;
+  j["allreduce"] = o.dist.allreduce;
+  j["bucket_mb"] = o.dist.bucket_mb;
+  j["checkpoint_every"] = o.checkpoints.every;
+  return j.dump();
+}
 
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
@@ -61,11 +95,23 @@ int run_train(const TrainOptions& o) {
   const data::Manifest manifest = read_manifest(o.data, comm);
   const data::SplitInfo& train_split = manifest.split("train");
   const bool has_validation = manifest.splits.contains("validation");
-  const int global_batch = o.batch * job.size();
+  std::ostream discard(nullptr);  // the other ranks print nothing
+  std::ostream& out = job.is_root() ? std::cout : discard;
+  RunCheckpoints checkpoints(o.checkpoints, comm, out);
+  const std::optional<ckpt::Progress> resume = checkpoints.locate();
+  int per_rank_batch = o.batch;
+  if (resume && !o.batch_given) {
+    // The same global batch on another number of ranks: the run continues the same optimisation.
+    DPTRAIN_CHECK(resume->global_batch % job.size() == 0, "the checkpoint's global batch of ", resume->global_batch,
+                  " does not divide among ", job.size(), " ranks; give --batch-size (per rank) to change it, and the "
+                  "learning rate follows the linear scaling rule");
+    per_rank_batch = static_cast<int>(resume->global_batch / job.size());
+  }
+  const int global_batch = per_rank_batch * job.size();
 
   auto backend = make_cpu_backend();
   ModelConfig model;
-  model.batch = o.batch;
+  model.batch = per_rank_batch;
   model.channels = manifest.channels;
   model.image_size = o.crop > 0 ? o.crop : std::min(manifest.height, manifest.width);
   model.classes = manifest.class_count();
@@ -77,7 +123,7 @@ int run_train(const TrainOptions& o) {
 
   data::LoaderConfig train_cfg;
   train_cfg.split = "train";
-  train_cfg.batch = o.batch;
+  train_cfg.batch = per_rank_batch;
   train_cfg.rank = job.rank();
   train_cfg.world_size = job.size();
   train_cfg.training = true;
@@ -102,6 +148,20 @@ int run_train(const TrainOptions& o) {
   tc.schedule.warmup_steps = static_cast<std::int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch));
   for (double e : o.milestones) tc.schedule.milestones.push_back(static_cast<std::int64_t>(e * static_cast<double>(steps_per_epoch)));
   Trainer trainer(*net, tc);
+  const std::string configuration = configuration_json(o, job.size());
+  std::int64_t first_step = 0;
+  if (resume) {
+    checkpoints.restore(o.model, *net, trainer.optimizer());
+    trainer.set_global_step(resume->global_step);
+    train_loader.seek(resume->epoch, resume->samples_in_epoch);
+    first_step = resume->global_step;
+    out << "resuming from " << checkpoints.resumed_from() << ": step " << resume->global_step << ", epoch "
+        << resume->epoch + 1 << ", sample " << resume->samples_in_epoch << " of the epoch (saved on "
+        << resume->world_size << " rank" << (resume->world_size == 1 ? "" : "s") << ", global batch "
+        << resume->global_batch << ")\n";
+    DPTRAIN_CHECK(first_step < total_steps, "the checkpoint is at step ", first_step, ", which is not before the last "
+                  "step ", total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
+  }
   dist::GradientReducer reducer(*backend, comm, net->parameters(), job.reducer_config());
   reducer.attach(*net);
   trainer.set_gradient_sync([&] { reducer.synchronize(); });
@@ -117,7 +177,7 @@ int run_train(const TrainOptions& o) {
   log.out() << "dptrain train: " << o.model << " on " << manifest.name << " (" << train_split.samples << " images, "
             << manifest.class_count() << " classes, " << model.image_size << "x" << model.image_size << "x"
             << manifest.channels << "), " << job.size() << " rank" << (job.size() == 1 ? "" : "s") << " x batch "
-            << o.batch << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch
+            << per_rank_batch << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch
             << " per epoch), lr " << trainer.schedule().base() << " (" << o.lr << " per 256), " << backend->name()
             << "\n";
   if (job.size() > 1) {
@@ -129,7 +189,8 @@ int run_train(const TrainOptions& o) {
 
   const auto start = clock::now();
   Evaluation last_eval;
-  for (std::int64_t step = 0; step < total_steps; ++step) {
+  const std::int64_t samples_per_epoch = steps_per_epoch * global_batch;
+  for (std::int64_t step = first_step; step < total_steps; ++step) {
     const auto step_start = clock::now();
     data::Batch batch = train_loader.next();
     const double wait = since(step_start);
@@ -138,8 +199,22 @@ int run_train(const TrainOptions& o) {
     const StepResult r = trainer.step(batch.epoch, batch.first_sample);
     DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
                   "; lower --lr or check the data");
-    log.record_step(r, o.batch, since(step_start), wait);
-    const bool epoch_end = (step + 1) % steps_per_epoch == 0;
+    log.record_step(r, per_rank_batch, since(step_start), wait);
+    // Where the next step starts: the position is global, so a resume on any number of ranks
+    // continues with the next sample.
+    ckpt::Progress progress;
+    progress.epoch = batch.epoch;
+    progress.samples_in_epoch = batch.position + global_batch;
+    const bool epoch_end = progress.samples_in_epoch + global_batch > samples_per_epoch;
+    if (epoch_end) {
+      ++progress.epoch;
+      progress.samples_in_epoch = 0;
+    }
+    progress.global_step = step + 1;
+    progress.seed = o.seed;
+    progress.global_batch = global_batch;
+    progress.world_size = job.size();
+    progress.schedule = tc.schedule;
     if ((step + 1) % o.log_every == 0 || step + 1 == total_steps || epoch_end) {
       log.report_window(batch.epoch, step + 1, r.learning_rate, reducer.stats());
     }
@@ -147,9 +222,12 @@ int run_train(const TrainOptions& o) {
       last_eval = evaluate(*net, trainer, *eval_loader, comm);
       log.report_evaluation(batch.epoch, step + 1, last_eval);
     }
+    const RunCheckpoints::Next next = checkpoints.after_step(step + 1, step + 1 == total_steps);
+    if (next != RunCheckpoints::Next::train) checkpoints.write(o.model, *net, trainer.optimizer(), progress, configuration);
+    if (next == RunCheckpoints::Next::checkpoint_and_stop) return ckpt::kExitPreempted;
   }
   const double seconds = since(start);
-  log.report_summary(o.model, manifest.name, o.batch, total_steps, seconds, eval_loader ? &last_eval : nullptr,
+  log.report_summary(o.model, manifest.name, per_rank_batch, total_steps - first_step, seconds, eval_loader ? &last_eval : nullptr,
                      reducer.stats());
   return 0;
 }
@@ -164,8 +242,10 @@ Command add_train_command(CLI::App& app) {
   auto* epochs = cmd->add_option("--epochs", o->epochs, "Train this many epochs")->check(CLI::PositiveNumber);
   auto* steps = cmd->add_option("--steps", o->steps, "Train this many steps")->check(CLI::PositiveNumber);
   epochs->excludes(steps);
-  cmd->add_option("--batch-size", o->batch, "Images per step on each rank (the global batch is this times the ranks)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch-size", o->batch, "Images per step on each rank (the global batch is this times the ranks; "
+                                           "a resume without it keeps the checkpoint's global batch)")
+      ->check(CLI::PositiveNumber)->capture_default_str()
+      ->each([o](const std::string&) { o->batch_given = true; });
   cmd->add_option("--lr", o->lr, "Learning rate per 256 images of global batch (scaled linearly)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--schedule", o->schedule, "Learning-rate schedule: constant, step, poly or cosine")->capture_default_str();
@@ -184,6 +264,23 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)");
   cmd->add_option("--log-every", o->log_every, "Print a line every this many steps")->check(CLI::PositiveNumber)->capture_default_str();
   add_distributed_options(cmd, o->dist);
+  const char* group = "Checkpoints";
+  CheckpointOptions& c = o->checkpoints;
+  cmd->add_option("--checkpoint-dir", c.directory, "Write checkpoints here (rank 0; ckpt-<step>.h5 and 'latest')")
+      ->group(group);
+  cmd->add_option("--checkpoint-every", c.every, "Steps (500) or wall time (30m, 2h) between checkpoints; 0: only "
+                                                 "at the end and when stopped")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--keep", c.keep, "Keep the newest K checkpoints (0: all)")->capture_default_str()->group(group);
+  cmd->add_option("--resume", c.resume, "auto: from the newest valid checkpoint in --checkpoint-dir if there is one "
+                                        "(else a fresh start); none; or a checkpoint file or directory")
+      ->capture_default_str()->group(group);
+  cmd->add_option("--time-limit", c.time_limit, "Checkpoint and exit with code 75 before this much wall time "
+                                                "(HH:MM:SS, 90m, 2h); Slurm's end time is used as well")
+      ->group(group);
+  cmd->add_option("--stop-at-step", c.stop_at_step, "Checkpoint and exit with code 75 after this global step, as "
+                                                    "if preempted (split a run into chunks; tests)")
+      ->check(CLI::PositiveNumber)->group(group);
   return [o] { return run_train(*o); };
 }
 

@@ -41,6 +41,13 @@ void write_attribute(hid_t object, const std::string& name, const std::string& v
   H5_CHECK(H5Awrite(attribute.id(), type.id(), padded.data()));
 }
 
+void write_double_attribute(hid_t object, const std::string& name, double value) {
+  Handle space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
+  Handle attribute(H5_CHECK(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT)),
+                   H5Aclose);
+  H5_CHECK(H5Awrite(attribute.id(), H5T_NATIVE_DOUBLE, &value));
+}
+
 namespace {
 Handle open_attribute(hid_t object, const std::string& name, const std::string& path_for_errors) {
   DPTRAIN_CHECK(H5Aexists(object, name.c_str()) > 0, path_for_errors, ": attribute '", name, "' is missing");
@@ -55,6 +62,15 @@ std::int64_t read_int_attribute(hid_t object, const std::string& name, const std
                 "' is not an integer");
   std::int64_t value = 0;
   H5_CHECK(H5Aread(attribute.id(), H5T_NATIVE_INT64, &value));
+  return value;
+}
+
+double read_double_attribute(hid_t object, const std::string& name, const std::string& path_for_errors) {
+  Handle attribute = open_attribute(object, name, path_for_errors);
+  Handle type(H5_CHECK(H5Aget_type(attribute.id())), H5Tclose);
+  DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_FLOAT, path_for_errors, ": attribute '", name, "' is not a number");
+  double value = 0;
+  H5_CHECK(H5Aread(attribute.id(), H5T_NATIVE_DOUBLE, &value));
   return value;
 }
 

@@ -31,6 +31,14 @@ class Handle {
   ~Handle() { reset(); }
 
   hid_t id() const { return id_; }
+  // Closes now and checks the result: closing a file is when HDF5 writes its last metadata, so a
+  // writer must see that failure instead of losing it in the destructor.
+  void close() {
+    const hid_t id = id_;
+    const Closer closer = closer_;
+    id_ = -1;
+    if (id >= 0 && closer) H5_CHECK(closer(id));
+  }
   void reset() {
     if (id_ >= 0 && closer_) closer_(id_);
     id_ = -1;
@@ -53,6 +61,9 @@ void write_attribute(hid_t object, const std::string& name, std::int64_t value);
 void write_attribute(hid_t object, const std::string& name, const std::string& value);
 std::int64_t read_int_attribute(hid_t object, const std::string& name, const std::string& path_for_errors);
 std::string read_string_attribute(hid_t object, const std::string& name, const std::string& path_for_errors);
+// Named apart from write_attribute so that an int argument is never ambiguous between the overloads.
+void write_double_attribute(hid_t object, const std::string& name, double value);
+double read_double_attribute(hid_t object, const std::string& name, const std::string& path_for_errors);
 
 // The dimensions of a dataset.
 std::vector<hsize_t> dataset_dims(hid_t dataset);

@@ -15,4 +15,10 @@ void broadcast_parameters(Net& net, Communicator& comm, int root) {
   for (Buffer* b : net.buffers()) broadcast_tensor(net.backend(), b->value, comm, root);
 }
 
+void broadcast_training_state(Net& net, Sgd& sgd, Communicator& comm, int root) {
+  if (comm.size() == 1) return;
+  broadcast_parameters(net, comm, root);
+  for (Buffer& v : sgd.momentum_buffers()) broadcast_tensor(net.backend(), v.value, comm, root);
+}
+
 }  // namespace dptrain::dist

@@ -4,9 +4,12 @@
 // and any non-deterministic initialisation safe.
 #include "dptrain/dist/communicator.hpp"
 #include "dptrain/net/net.hpp"
+#include "dptrain/optim/sgd.hpp"
 
 namespace dptrain::dist {
 
 void broadcast_parameters(Net& net, Communicator& comm, int root = 0);
+// The parameters, the batch-norm statistics and the optimizer's momentum: what a resume restores.
+void broadcast_training_state(Net& net, Sgd& sgd, Communicator& comm, int root = 0);
 
 }  // namespace dptrain::dist

@@ -1,0 +1,114 @@
+#include "run_checkpoints.hpp"
+
+#include <iomanip>
+#include <iostream>
+
+#include "dptrain/ckpt/checkpoint_directory.hpp"
+#include "dptrain/ckpt/checkpoint_file.hpp"
+#include "dptrain/ckpt/checkpoint_writer.hpp"
+#include "dptrain/ckpt/preemption.hpp"
+#include "dptrain/core/error.hpp"
+#include "dptrain/dist/parameter_sync.hpp"
+
+namespace dptrain::app {
+
+RunCheckpoints::RunCheckpoints(CheckpointOptions options, dist::Communicator& comm, std::ostream& log)
+    : options_(std::move(options)),
+      comm_(comm),
+      log_(log),
+      every_(ckpt::CheckpointEvery::parse(options_.every)),
+      limit_(ckpt::TimeLimit::from_environment(options_.time_limit)) {
+  DPTRAIN_CHECK(options_.keep >= 0, "--keep must be 0 (keep all) or more, not ", options_.keep);
+  ckpt::install_preemption_handlers();
+  if (comm_.rank() == 0 && limit_.deadline()) {
+    log_ << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left()
+         << " s from now; the run checkpoints and stops (exit code 75) before it\n";
+  }
+}
+
+std::optional<ckpt::Progress> RunCheckpoints::locate() {
+  // What rank 0 found: whether to resume, and the progress fields every rank needs.
+  std::int64_t found[6] = {0, 0, 0, 0, 0, 0};
+  if (comm_.rank() == 0 && options_.resume != "none") {
+    if (options_.resume == "auto") {
+      if (!options_.directory.empty()) {
+        if (auto point = ckpt::find_resume_checkpoint(options_.directory)) {
+          resumed_from_ = point->path;
+          loaded_ = std::move(point->state);
+        }
+      }
+    } else {
+      // An explicit checkpoint must load: a typo must not silently start from scratch.
+      resumed_from_ = ckpt::resolve_checkpoint_path(options_.resume);
+      loaded_ = ckpt::read_checkpoint(resumed_from_);
+    }
+    if (loaded_) {
+      const ckpt::Progress& p = loaded_->progress;
+      found[0] = 1;
+      found[1] = p.epoch;
+      found[2] = p.global_step;
+      found[3] = p.samples_in_epoch;
+      found[4] = p.global_batch;
+      found[5] = p.world_size;
+    }
+  }
+  comm_.broadcast(found, sizeof found, 0);
+  if (!found[0]) return std::nullopt;
+  ckpt::Progress progress;
+  progress.epoch = found[1];
+  progress.global_step = found[2];
+  progress.samples_in_epoch = found[3];
+  progress.global_batch = found[4];
+  progress.world_size = found[5];
+  return progress;
+}
+
+void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd) {
+  if (comm_.rank() == 0) {
+    DPTRAIN_CHECK(loaded_.has_value(), "restore() without a located checkpoint");
+    ckpt::apply_state(*loaded_, model, net, sgd);
+    loaded_.reset();  // the host copies are no longer needed
+  }
+  dist::broadcast_training_state(net, sgd, comm_);
+}
+
+RunCheckpoints::Next RunCheckpoints::after_step(std::int64_t step, bool last_step) {
+  // Agreed flags (max over the ranks): 0 a signal arrived, 1 the time limit is near (rank 0's clock),
+  // 2 a checkpoint is due (rank 0's clock for time-based schedules).
+  std::int64_t flags[3] = {ckpt::preemption_requested() ? 1 : 0, 0, 0};
+  if (comm_.rank() == 0) {
+    flags[1] = limit_.should_stop_now(ckpt::stop_margin(last_write_seconds_)) ? 1 : 0;
+    flags[2] = enabled() && !every_.never() && every_.due(step) ? 1 : 0;
+  }
+  if (options_.stop_at_step > 0 && step == options_.stop_at_step) flags[0] = 1;
+  comm_.allreduce(flags, 3, dist::ElementType::i64, dist::ReduceOp::max);
+  if (last_step) return enabled() ? Next::checkpoint : Next::train;
+  if (flags[0] || flags[1]) {
+    if (comm_.rank() == 0) {
+      log_ << (flags[0] ? "stop requested (signal or --stop-at-step)" : "the time limit is near") << " after step "
+           << step << (enabled() ? "; writing a checkpoint and exiting with code 75\n" : "; exiting with code 75\n");
+    }
+    return Next::checkpoint_and_stop;
+  }
+  return flags[2] ? Next::checkpoint : Next::train;
+}
+
+void RunCheckpoints::write(const std::string& model, Net& net, Sgd& sgd, const ckpt::Progress& progress,
+                           const std::string& configuration) {
+  if (!enabled()) return;
+  if (comm_.rank() == 0) {
+    const ckpt::TrainingState state = ckpt::capture_state(net, sgd, model, progress, configuration);
+    const ckpt::WriteReport report = ckpt::write_checkpoint(options_.directory, state);
+    last_write_seconds_ = report.seconds;
+    const auto removed = ckpt::prune_checkpoints(options_.directory, options_.keep);
+    log_ << "checkpoint " << report.path << ": " << std::fixed << std::setprecision(1)
+         << static_cast<double>(report.bytes) / 1e6 << " MB in " << std::setprecision(2) << report.seconds << " s ("
+         << std::setprecision(1) << report.megabytes_per_second() << " MB/s)";
+    if (!removed.empty()) log_ << ", " << removed.size() << " older removed";
+    log_ << "\n" << std::flush;
+  }
+  every_.mark_written();
+  comm_.barrier();  // nobody runs ahead (or exits) before the checkpoint is complete
+}
+
+}  // namespace dptrain::app

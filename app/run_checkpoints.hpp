@@ -1,0 +1,63 @@
+#pragma once
+// The checkpoint side of `dptrain train`: where to resume from, when to write, and when to stop.
+//
+// Rank 0 alone touches the checkpoint directory (one reader and one writer instead of thousands of
+// ranks opening one file); what the others need (the progress, the weights) is broadcast. Decisions
+// that end or pause the loop (a signal arrived on some rank, the time limit is near, a time-based
+// checkpoint is due by rank 0's clock) are agreed by an allreduce at every step boundary, so all
+// ranks stop at the same step and exactly one checkpoint is written.
+#include <chrono>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "dptrain/ckpt/checkpoint_every.hpp"
+#include "dptrain/ckpt/time_limit.hpp"
+#include "dptrain/ckpt/training_state.hpp"
+#include "dptrain/dist/communicator.hpp"
+
+namespace dptrain::app {
+
+struct CheckpointOptions {
+  std::string directory;        // --checkpoint-dir ("" : no checkpoints)
+  std::string every = "1000";   // --checkpoint-every
+  int keep = 3;                 // --keep
+  std::string resume = "auto";  // --resume auto|none|PATH
+  std::string time_limit;       // --time-limit
+  std::int64_t stop_at_step = 0;  // --stop-at-step (0: never)
+};
+
+class RunCheckpoints {
+ public:
+  RunCheckpoints(CheckpointOptions options, dist::Communicator& comm, std::ostream& log);
+
+  // Collective. Rank 0 finds the checkpoint to resume from (or none) and reads it; every rank gets
+  // its progress (nullopt: a fresh start).
+  std::optional<ckpt::Progress> locate();
+  // Collective, after locate() found one: rank 0 puts the weights, batch-norm statistics and momentum
+  // into the net (validated: another model or shape is an error naming the tensor), then they are
+  // broadcast to every rank.
+  void restore(const std::string& model, Net& net, Sgd& sgd);
+
+  enum class Next { train, checkpoint, checkpoint_and_stop };
+  // Collective, after every step: what to do before the next one.
+  Next after_step(std::int64_t step, bool last_step);
+  // Rank 0 writes the checkpoint and prunes old ones; everybody waits for it.
+  void write(const std::string& model, Net& net, Sgd& sgd, const ckpt::Progress& progress,
+             const std::string& configuration);
+
+  bool enabled() const { return !options_.directory.empty(); }
+  const std::string& resumed_from() const { return resumed_from_; }
+
+ private:
+  CheckpointOptions options_;
+  dist::Communicator& comm_;
+  std::ostream& log_;
+  ckpt::CheckpointEvery every_;
+  ckpt::TimeLimit limit_;
+  double last_write_seconds_ = 0;
+  std::optional<ckpt::TrainingState> loaded_;  // rank 0, between locate() and restore()
+  std::string resumed_from_;
+};
+
+}  // namespace dptrain::app

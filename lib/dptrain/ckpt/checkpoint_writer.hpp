@@ -1,0 +1,23 @@
+#pragma once
+// The durable, atomic write of one checkpoint into a checkpoint directory (rank 0 calls it).
+#include <cstdint>
+#include <string>
+
+#include "dptrain/ckpt/training_state.hpp"
+
+namespace dptrain::ckpt {
+
+struct WriteReport {
+  std::string path;         // the final ckpt-<step>.h5
+  std::uint64_t bytes = 0;  // its size
+  double seconds = 0;       // the whole protocol, fsyncs included
+  double megabytes_per_second() const { return seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0; }
+};
+
+// Writes `state` as DIR/ckpt-<global step>.h5: first to ckpt-<step>.h5.tmp (flushed, closed and
+// fsynced), renamed into place, the directory fsynced, then `latest` replaced atomically to name it.
+// A process killed at any point leaves `latest` naming a complete, valid checkpoint (or no `latest`
+// before the first one). Creates DIR when needed. Retention is a separate call (prune_checkpoints).
+WriteReport write_checkpoint(const std::string& directory, const TrainingState& state);
+
+}  // namespace dptrain::ckpt

@@ -1,0 +1,68 @@
+#pragma once
+// What a checkpoint holds: everything a run needs to continue exactly, on any backend and any number
+// of ranks. Tensors are fp32 host copies in plain (NCHW) layout, addressed by the parameters' stable
+// names, so the state does not depend on the device, the memory layout or the order of the layers.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dptrain/core/tensor.hpp"
+#include "dptrain/optim/schedule.hpp"
+#include "dptrain/optim/sgd.hpp"
+
+namespace dptrain {
+class Net;
+}
+
+namespace dptrain::ckpt {
+
+struct NamedTensor {
+  std::string name;
+  Tensor value;  // host, f32, plain
+};
+
+// Where the run stands. The data position is global (not per rank), so a job resumes on any world size.
+struct Progress {
+  std::int64_t epoch = 0;
+  std::int64_t global_step = 0;       // steps completed
+  std::int64_t samples_in_epoch = 0;  // global position in the epoch: samples consumed by all ranks
+  std::uint64_t seed = 1;
+  std::int64_t global_batch = 0;
+  std::int64_t world_size = 1;        // at save; informational, a resume may use another
+  ScheduleConfig schedule;            // kind, lr per 256, global batch, total steps, warm-up, ...
+  double base_lr = 0;  // the schedule's scaled base rate, for readers without dptrain (0: capture computes it)
+  double loss_scale = 1.0;            // mixed precision's dynamic loss scale (1.0 while training is fp32)
+};
+
+struct OptimizerState {
+  std::string type = "sgd";
+  SgdConfig sgd;
+  std::vector<NamedTensor> momentum;  // named like the parameter it belongs to
+};
+
+struct TrainingState {
+  std::string model;
+  std::vector<NamedTensor> parameters;  // in the model's build order
+  std::vector<NamedTensor> buffers;     // batch-norm running statistics
+  OptimizerState optimizer;
+  Progress progress;
+  std::string configuration;  // the run's full configuration as JSON, given by the caller
+  std::string dptrain_version;
+  std::string source;  // the file this state was read from ("" when captured); named in errors
+};
+
+// Copies the net's parameters and buffers and the optimizer's momentum to the host (through the
+// backend, so any device works). `configuration` is stored as given.
+TrainingState capture_state(Net& net, Sgd& sgd, const std::string& model, const Progress& progress,
+                            std::string configuration);
+
+// Copies the state's tensors into the net and the optimizer. Everything is validated first (the
+// model name, then every parameter, buffer and momentum buffer: missing, extra or of another shape)
+// and nothing is modified unless all of it fits; the error names the checkpoint and the tensor.
+// Hyper-parameters and progress are left to the caller, who decides what a resume keeps.
+void apply_state(const TrainingState& state, const std::string& model, Net& net, Sgd& sgd);
+
+// Sgd names its buffers "<parameter>/momentum"; checkpoints name them after the parameter.
+std::string momentum_parameter_name(const std::string& buffer_name);
+
+}  // namespace dptrain::ckpt
