@@ -159,6 +159,7 @@ CudaBackend& as_cuda(Backend& backend) {
 }
 }  // namespace
 
+CudaContext& context_of(Backend& backend) { return as_cuda(backend).context(); }
 MemoryStats memory_stats(Backend& backend) { return as_cuda(backend).context().allocator().stats(); }
 void reset_peak_memory(Backend& backend) { as_cuda(backend).context().allocator().reset_peak(); }
 

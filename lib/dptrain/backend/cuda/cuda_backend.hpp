@@ -12,6 +12,10 @@ namespace dptrain {
 std::unique_ptr<Backend> make_cuda_backend(int device);
 
 namespace cuda {
+class CudaContext;
+// The device, compute stream and handles a CUDA backend runs on (context.hpp), e.g. for the gradient
+// reducer to order its communication stream after the backward pass with events; throws for another.
+CudaContext& context_of(Backend& backend);
 // The caching allocator's counters of a CUDA backend (GPU memory use per step); throws for another.
 MemoryStats memory_stats(Backend& backend);
 void reset_peak_memory(Backend& backend);
