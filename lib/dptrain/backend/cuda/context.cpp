@@ -4,33 +4,36 @@
 
 namespace dptrain::cuda {
 
-CudaContext::CudaContext(int device) : device_(device) {
+namespace {
+// The device must be current before the stream (a member) is made.
+int made_current(int device) {
   CUDA_CHECK(cudaSetDevice(device));
+  return device;
+}
+}  // namespace
+
+CudaContext::CudaContext(int device) : device_(made_current(device)) {
   allocator_ = std::make_shared<CachingAllocator>(device);
-  // Non-blocking: the legacy default stream (which other libraries may use) must not serialise with ours.
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   try {
     CUDNN_CHECK(cudnnCreate(&cudnn_));
-    CUDNN_CHECK(cudnnSetStream(cudnn_, stream_));
+    CUDNN_CHECK(cudnnSetStream(cudnn_, stream()));
     CUBLAS_CHECK(cublasCreate(&cublas_));
-    CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream()));
     // Scalars (alpha, beta) come from host memory; fp32 stays fp32 (no TF32), so results match the CPU's.
     CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
     CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
   } catch (...) {
     if (cublas_) cublasDestroy(cublas_);
     if (cudnn_) cudnnDestroy(cudnn_);
-    cudaStreamDestroy(stream_);
     throw;
   }
 }
 
 CudaContext::~CudaContext() {
-  cudaStreamSynchronize(stream_);
+  cudaStreamSynchronize(stream());
   workspace_ = Tensor();
   cublasDestroy(cublas_);
   cudnnDestroy(cudnn_);
-  cudaStreamDestroy(stream_);
 }
 
 Tensor CudaContext::allocate(const Shape& shape, DType dtype) {

@@ -8,6 +8,7 @@
 
 #include "dptrain/backend/cuda/caching_allocator.hpp"
 #include "dptrain/backend/cuda/check_cuda.hpp"
+#include "dptrain/backend/cuda/streams.hpp"
 #include "dptrain/core/tensor.hpp"
 
 namespace dptrain::cuda {
@@ -20,7 +21,7 @@ class CudaContext {
   CudaContext& operator=(const CudaContext&) = delete;
 
   int device() const { return device_; }
-  cudaStream_t stream() const { return stream_; }
+  cudaStream_t stream() const { return stream_.get(); }
   cudnnHandle_t cudnn() const { return cudnn_; }
   cublasHandle_t cublas() const { return cublas_; }
   CachingAllocator& allocator() { return *allocator_; }
@@ -34,7 +35,7 @@ class CudaContext {
 
  private:
   int device_;
-  cudaStream_t stream_ = nullptr;
+  Stream stream_;  // made after cudaSetDevice (see the constructor), destroyed after the handles
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::shared_ptr<CachingAllocator> allocator_;
