@@ -5,7 +5,7 @@
 // running average with factor 1 (which is then exactly the batch's), and rescales the variance by
 // (m - 1) / m. The backward pass is handed the mean and the inverse standard deviation computed from
 // the statistics it is given, so it does not depend on state kept from the forward pass.
-#include <cmath>
+#include <algorithm>
 
 #include "dptrain/backend/cuda/descriptors.hpp"
 #include "dptrain/backend/cuda/kernels.hpp"
@@ -21,8 +21,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
       : ctx_(std::move(ctx)), spec_(spec), channel_(Shape{spec.input.rank() >= 2 ? spec.input[1] : 0}) {
     DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ",
                   spec.input.to_string());
-    DPTRAIN_CHECK(spec.epsilon >= CUDNN_BN_MIN_EPSILON, spec.who, ": epsilon ", spec.epsilon,
-                  " is below cuDNN's minimum ", CUDNN_BN_MIN_EPSILON);
+    DPTRAIN_CHECK(spec.epsilon > 0.f, spec.who, ": epsilon must be positive, not ", spec.epsilon);
     x_desc_ = nchw_descriptor(spec.input);
     c_desc_ = channel_descriptor(channel_[0]);
     inverse_std_ = ctx_->allocate(channel_, DType::f32);
@@ -44,7 +43,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
     const float one = 1.f, zero = 0.f;
     CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
         ctx_->cudnn(), kMode, &one, &zero, x_desc_, x.raw(), x_desc_, y.raw(), c_desc_, scale.raw(), shift.raw(),
-        /*exponentialAverageFactor=*/1.0, batch_mean.raw(), batch_variance.raw(), spec_.epsilon,
+        /*exponentialAverageFactor=*/1.0, batch_mean.raw(), batch_variance.raw(), epsilon(),
         /*resultSaveMean=*/nullptr, /*resultSaveInvVariance=*/nullptr));
     const float biased = static_cast<float>(m - 1) / static_cast<float>(m);
     kernels::axpby(biased, device_floats(batch_variance), 0.f, device_floats(batch_variance), channel_[0],
@@ -62,7 +61,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
     const float one = 1.f, zero = 0.f;
     CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_->cudnn(), kMode, &one, &zero, x_desc_, x.raw(), x_desc_,
                                                         y.raw(), c_desc_, scale.raw(), shift.raw(), mean.raw(),
-                                                        variance.raw(), spec_.epsilon));
+                                                        variance.raw(), epsilon()));
   }
 
   void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
@@ -81,11 +80,14 @@ class CudnnBatchNorm final : public BatchNormPlan {
     const float one = 1.f, zero = 0.f;
     CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x.raw(),
                                                 x_desc_, dy.raw(), x_desc_, dx.raw(), c_desc_, scale.raw(),
-                                                dscale.raw(), dshift.raw(), spec_.epsilon, batch_mean.raw(),
+                                                dscale.raw(), dshift.raw(), epsilon(), batch_mean.raw(),
                                                 inverse_std_.raw()));
   }
 
  private:
+  // cuDNN 8's minimum is the double 1e-5, which the float 1e-5 (9.99999975e-06) falls just short of:
+  // clamp, as other frameworks do (the difference is 2.5e-13).
+  double epsilon() const { return std::max<double>(spec_.epsilon, CUDNN_BN_MIN_EPSILON); }
   void check_data(const Tensor& t, const char* what) const {
     check_device_tensor(*ctx_, t, spec_.input, spec_.who, what);
   }
