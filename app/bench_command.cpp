@@ -11,6 +11,9 @@
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/dist/parameter_sync.hpp"
+#if DPTRAIN_HAVE_CUDA
+#include "dptrain/backend/cuda/cuda_backend.hpp"
+#endif
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
@@ -29,7 +32,26 @@ struct BenchOptions {
   std::uint64_t seed = 1;
   std::string json;
   dist::JobOptions dist;
+  std::string backend = "cpu";
+  int device = 0;
 };
+
+std::unique_ptr<Backend> make_backend(const BenchOptions& o) {
+  if (o.backend == "cpu") return make_cpu_backend();
+#if DPTRAIN_HAVE_CUDA
+  return make_cuda_backend(o.device);
+#else
+  throw Error("this dptrain was built without the CUDA backend; rebuild with the 'cuda' preset or use --backend cpu");
+#endif
+}
+
+// The device memory the caching allocator handed out at most during the timed steps, in MiB (0 on the CPU).
+double peak_device_mib([[maybe_unused]] Backend& backend) {
+#if DPTRAIN_HAVE_CUDA
+  if (!backend.device().is_cpu()) return static_cast<double>(cuda::memory_stats(backend).peak_in_use) / (1 << 20);
+#endif
+  return 0;
+}
 
 int run_bench(const BenchOptions& o) {
   dist::Job job(o.dist);
@@ -37,7 +59,7 @@ int run_bench(const BenchOptions& o) {
   const int ranks = job.size(), global_batch = o.batch * ranks;
   std::ostream discard(nullptr);  // the other ranks print nothing
   std::ostream& out = job.is_root() ? std::cout : discard;
-  auto backend = make_cpu_backend();
+  auto backend = make_backend(o);
   ModelConfig config;
   config.batch = o.batch;
   config.image_size = o.image_size;
@@ -83,6 +105,7 @@ int run_bench(const BenchOptions& o) {
   const dist::ReducerStats after = reducer.stats();
   const double comm_seconds = after.communication_seconds - before.communication_seconds;
   const double hidden = comm_seconds > 0 ? std::max(0.0, 1.0 - (after.exposed_seconds - before.exposed_seconds) / comm_seconds) : 0.0;
+  const double memory_mib = peak_device_mib(*backend);
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
   const double flops_per_image = 3.0 * net->flops_per_sample();
   const double achieved = rate.mean * flops_per_image / 1e9;
@@ -97,6 +120,7 @@ int run_bench(const BenchOptions& o) {
             << "GFLOP/s:    " << achieved << " achieved (3 x " << std::setprecision(3)
             << net->flops_per_sample() / 1e9 << " GFLOP forward per image), " << std::setprecision(2) << peak
             << " peak (sgemm, same run): " << std::setprecision(1) << 100.0 * achieved / peak << "% of peak\n";
+  if (memory_mib > 0) std::cout << "GPU memory: " << std::setprecision(0) << memory_mib << " MiB peak in use\n";
   if (!o.json.empty()) {
     std::ofstream file(o.json);
     DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
@@ -108,6 +132,7 @@ int run_bench(const BenchOptions& o) {
     j.field("images_per_sec", rate.mean).field("images_per_sec_stderr", rate.stderr_of_mean);
     j.field("images_per_sec_min", rate.min).field("images_per_sec_max", rate.max);
     j.field("gflops_achieved", achieved).field("gflops_peak", peak).field("efficiency", achieved / peak);
+    if (memory_mib > 0) j.field("gpu_memory_peak_mib", memory_mib);
     j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
     j.close();
     DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");
@@ -130,6 +155,11 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the weights and the synthetic data")->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the result as JSON to this file (rank 0)");
   add_distributed_options(cmd, o->dist);
+    cmd->add_option("--backend", o->backend, "Where to run: cpu (oneDNN) or cuda (cuDNN, cuBLAS)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--device", o->device, "GPU ordinal for --backend cuda")->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   return [o] { return run_bench(*o); };
 }
 

@@ -45,7 +45,9 @@ if(DPTRAIN_HAVE_CUDA)
     endif()
   endif()
   enable_language(CUDA)
-  set(CMAKE_CUDA_STANDARD 20)
+  # C++17 for the .cu files: CMake 3.25 does not know nvcc's C++20 flag, and the kernels need no more
+  # (the .cpp files of the backend are C++20 like the rest).
+  set(CMAKE_CUDA_STANDARD 17)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   message(STATUS "CUDA backend: architectures ${CMAKE_CUDA_ARCHITECTURES}, cuDNN ${CUDNN_LIBRARY}, NCCL ${NCCL_LIBRARY}")
 endif()

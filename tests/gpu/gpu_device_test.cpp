@@ -1,18 +1,20 @@
 // The GPU smoke test: a device is found, memory round-trips through it, and cuDNN, cuBLAS and NCCL
 // initialise on it. Exits 77 (CTest: skipped) when this machine has no usable GPU.
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "dptrain/backend/cuda/check_cuda.hpp"
 #include "dptrain/backend/cuda/device_query.hpp"
 
 int main() {
+  std::string why_not;
+  if (!dptrain::cuda::gpu_usable(why_not)) {
+    std::printf("SKIP: %s\n", why_not.c_str());
+    return 77;
+  }
   try {
     const int devices = dptrain::cuda::usable_device_count();
-    if (devices == 0) {
-      std::puts("SKIP: no CUDA device on this machine");
-      return 77;
-    }
     CUDA_CHECK(cudaSetDevice(0));
     std::vector<float> host(1 << 20), back(host.size());
     for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) * 0.5f;

@@ -56,6 +56,13 @@ Shape linear_weight_shape(const LinearSpec& spec) {
   return Shape{spec.out_features, spec.input.per_sample()};
 }
 
+Shape linear_output_shape(const LinearSpec& spec, const std::string& who) {
+  DPTRAIN_CHECK(spec.input.rank() >= 2, who, ": input must be [N, features...] but has shape ",
+                spec.input.to_string());
+  DPTRAIN_CHECK(spec.out_features > 0, who, ": out_features must be positive");
+  return Shape{spec.input[0], spec.out_features};
+}
+
 Shape concat_output_shape(std::span<const Shape> inputs, const std::string& who) {
   DPTRAIN_CHECK(!inputs.empty(), who, ": needs at least one input");
   const Shape& first = inputs[0];

@@ -96,6 +96,7 @@ Shape convolution_output_shape(const ConvolutionSpec& spec, const std::string& w
 Shape convolution_weight_shape(const ConvolutionSpec& spec);
 Shape pooling_output_shape(const PoolingSpec& spec, const std::string& who);
 Shape linear_weight_shape(const LinearSpec& spec);
+Shape linear_output_shape(const LinearSpec& spec, const std::string& who);  // [N, out_features]
 // Inputs must agree in every axis but channels (axis 1); the output has the channels summed.
 Shape concat_output_shape(std::span<const Shape> inputs, const std::string& who);
 // Output size of one spatial axis; `extra_pad_after` receives the padding ceil rounding adds at the end.

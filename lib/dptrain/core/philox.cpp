@@ -3,35 +3,13 @@
 #include <cmath>
 #include <numbers>
 
+#include "dptrain/core/philox_block.hpp"
+
 namespace dptrain {
-namespace {
-constexpr std::uint32_t kMul0 = 0xD2511F53u;
-constexpr std::uint32_t kMul1 = 0xCD9E8D57u;
-constexpr std::uint32_t kWeyl0 = 0x9E3779B9u;
-constexpr std::uint32_t kWeyl1 = 0xBB67AE85u;
-
-inline void mulhilo(std::uint32_t a, std::uint32_t b, std::uint32_t& hi, std::uint32_t& lo) {
-  const std::uint64_t product = static_cast<std::uint64_t>(a) * b;
-  hi = static_cast<std::uint32_t>(product >> 32);
-  lo = static_cast<std::uint32_t>(product);
-}
-
-inline PhiloxCounter round(const PhiloxCounter& c, const PhiloxKey& k) {
-  std::uint32_t hi0, lo0, hi1, lo1;
-  mulhilo(kMul0, c[0], hi0, lo0);
-  mulhilo(kMul1, c[2], hi1, lo1);
-  return {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
-}
-}  // namespace
 
 PhiloxCounter philox4x32_10(PhiloxCounter counter, PhiloxKey key) {
-  counter = round(counter, key);
-  for (int i = 1; i < 10; ++i) {
-    key[0] += kWeyl0;
-    key[1] += kWeyl1;
-    counter = round(counter, key);
-  }
-  return counter;
+  const philox::Words out = philox::block({{counter[0], counter[1], counter[2], counter[3]}}, key[0], key[1]);
+  return {out.w[0], out.w[1], out.w[2], out.w[3]};
 }
 
 PhiloxCounter CounterRng::block(std::uint64_t counter) const {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "dptrain/core/philox.hpp"
+#include "dptrain/core/philox_block.hpp"
 
 using namespace dptrain;
 
@@ -58,4 +59,14 @@ TEST_CASE("stream_id separates names and is stable", "[core][rng]") {
   CHECK(stream_id("conv1/weight") == stream_id("conv1/weight"));
   CHECK(stream_id("conv1/weight") != stream_id("conv1/bias"));
   CHECK(stream_id("") == 1469598103934665603ull);  // the FNV-1a offset basis: the hash is pinned
+}
+
+TEST_CASE("the inline Philox the GPU kernels compile draws the generator's words", "[core][rng]") {
+  for (std::uint64_t seed : {0ull, 7ull, 0x123456789abcdefull}) {
+    const CounterRng rng(seed, stream_id("dropout/fc6"));
+    for (std::uint64_t index : {0ull, 1ull, 3ull, 4ull, 1000003ull, (1ull << 40) + 5}) {
+      CHECK(philox::bits(seed, stream_id("dropout/fc6"), index) == rng.bits(index));
+      CHECK(philox::uniform(seed, stream_id("dropout/fc6"), index) == rng.uniform(index));
+    }
+  }
 }

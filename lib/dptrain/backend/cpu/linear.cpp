@@ -9,12 +9,9 @@ class OneDnnLinear final : public LinearPlan {
   OneDnnLinear(DnnlContextPtr ctx, const LinearSpec& spec)
       : ctx_(std::move(ctx)),
         spec_(spec),
+        output_(linear_output_shape(spec, spec.who)),
         weight_(linear_weight_shape(spec)),
-        bias_(Shape{spec.out_features}),
-        output_(Shape{spec.input.rank() ? spec.input[0] : 0, spec.out_features}) {
-    DPTRAIN_CHECK(spec.input.rank() >= 2, spec.who, ": input must be [N, features...] but has shape ",
-                  spec.input.to_string());
-    DPTRAIN_CHECK(spec.out_features > 0, spec.who, ": out_features must be positive");
+        bias_(Shape{spec.out_features}) {
     x_desc_ = plain_desc(Shape{spec.input[0], spec.input.per_sample()});
     // The primitive reads the input as plain [N, features]; a blocked input is reordered to plain first.
     x_ = Slot(spec.input, layout_desc(spec.input, Layout::plain));
@@ -84,7 +81,7 @@ class OneDnnLinear final : public LinearPlan {
   DnnlContextPtr ctx_;
   LinearSpec spec_;
   Slot x_;
-  Shape weight_, bias_, output_;
+  Shape output_, weight_, bias_;
   dnnl::memory::desc x_desc_, w_desc_, b_desc_, y_desc_;
   dnnl::primitive fwd_, bwd_data_, bwd_weights_;
 };

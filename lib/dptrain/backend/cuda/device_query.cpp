@@ -17,6 +17,16 @@ int usable_device_count() {
   return count;
 }
 
+bool gpu_usable(std::string& why_not) {
+  try {
+    if (usable_device_count() > 0) return true;
+    why_not = "no CUDA device on this machine";
+  } catch (const std::exception& e) {
+    why_not = std::string("no usable CUDA device (") + e.what() + ")";
+  }
+  return false;
+}
+
 std::string describe_cuda_stack() {
   std::ostringstream out;
   int runtime = 0, driver = 0;

@@ -1,0 +1,110 @@
+// Batch normalization on cuDNN (spatial mode: statistics per channel over N, H and W).
+//
+// cuDNN returns the batch statistics only as a running average, with the unbiased variance; the
+// interface wants the batch's mean and biased variance. So the plan zeroes two buffers, asks for a
+// running average with factor 1 (which is then exactly the batch's), and rescales the variance by
+// (m - 1) / m. The backward pass is handed the mean and the inverse standard deviation computed from
+// the statistics it is given, so it does not depend on state kept from the forward pass.
+#include <algorithm>
+
+#include "dptrain/backend/cuda/descriptors.hpp"
+#include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/plans.hpp"
+
+namespace dptrain::cuda {
+namespace {
+constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
+
+class CudnnBatchNorm final : public BatchNormPlan {
+ public:
+  CudnnBatchNorm(CudaContextPtr ctx, const BatchNormSpec& spec)
+      : ctx_(std::move(ctx)), spec_(spec), channel_(Shape{spec.input.rank() >= 2 ? spec.input[1] : 0}) {
+    DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ",
+                  spec.input.to_string());
+    DPTRAIN_CHECK(spec.epsilon > 0.f, spec.who, ": epsilon must be positive, not ", spec.epsilon);
+    x_desc_ = nchw_descriptor(spec.input);
+    c_desc_ = channel_descriptor(channel_[0]);
+    inverse_std_ = ctx_->allocate(channel_, DType::f32);
+  }
+
+  void forward_training(const Tensor& x, const Tensor& scale, const Tensor& shift, Tensor& y, Tensor& batch_mean,
+                        Tensor& batch_variance) override {
+    check_data(x, "input");
+    check_data(y, "output");
+    check_channel(scale, "scale");
+    check_channel(shift, "shift");
+    check_channel(batch_mean, "batch mean");
+    check_channel(batch_variance, "batch variance");
+    const std::int64_t m = spec_.input[0] * spec_.input[2] * spec_.input[3];
+    DPTRAIN_CHECK(m > 1, spec_.who, ": input of shape ", spec_.input.to_string(),
+                  " has one value per channel; training needs more for batch statistics");
+    CUDA_CHECK(cudaMemsetAsync(batch_mean.raw(), 0, batch_mean.bytes(), ctx_->stream()));
+    CUDA_CHECK(cudaMemsetAsync(batch_variance.raw(), 0, batch_variance.bytes(), ctx_->stream()));
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+        ctx_->cudnn(), kMode, &one, &zero, x_desc_, x.raw(), x_desc_, y.raw(), c_desc_, scale.raw(), shift.raw(),
+        /*exponentialAverageFactor=*/1.0, batch_mean.raw(), batch_variance.raw(), epsilon(),
+        /*resultSaveMean=*/nullptr, /*resultSaveInvVariance=*/nullptr));
+    const float biased = static_cast<float>(m - 1) / static_cast<float>(m);
+    kernels::axpby(biased, device_floats(batch_variance), 0.f, device_floats(batch_variance), channel_[0],
+                   ctx_->stream());
+  }
+
+  void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& mean,
+                         const Tensor& variance, Tensor& y) override {
+    check_data(x, "input");
+    check_data(y, "output");
+    check_channel(scale, "scale");
+    check_channel(shift, "shift");
+    check_channel(mean, "running mean");
+    check_channel(variance, "running variance");
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_->cudnn(), kMode, &one, &zero, x_desc_, x.raw(), x_desc_,
+                                                        y.raw(), c_desc_, scale.raw(), shift.raw(), mean.raw(),
+                                                        variance.raw(), epsilon()));
+  }
+
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
+                const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
+                Tensor& dshift) override {
+    check_data(x, "input");
+    check_data(dy, "output gradient");
+    check_data(dx, "input gradient");
+    check_channel(scale, "scale");
+    check_channel(batch_mean, "batch mean");
+    check_channel(batch_variance, "batch variance");
+    check_channel(dscale, "scale gradient");
+    check_channel(dshift, "shift gradient");
+    kernels::inverse_std(device_floats(batch_variance), spec_.epsilon, device_floats(inverse_std_), channel_[0],
+                         ctx_->stream());
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x.raw(),
+                                                x_desc_, dy.raw(), x_desc_, dx.raw(), c_desc_, scale.raw(),
+                                                dscale.raw(), dshift.raw(), epsilon(), batch_mean.raw(),
+                                                inverse_std_.raw()));
+  }
+
+ private:
+  // cuDNN 8's minimum is the double 1e-5, which the float 1e-5 (9.99999975e-06) falls just short of:
+  // clamp, as other frameworks do (the difference is 2.5e-13).
+  double epsilon() const { return std::max<double>(spec_.epsilon, CUDNN_BN_MIN_EPSILON); }
+  void check_data(const Tensor& t, const char* what) const {
+    check_device_tensor(*ctx_, t, spec_.input, spec_.who, what);
+  }
+  void check_channel(const Tensor& t, const char* what) const {
+    check_device_tensor(*ctx_, t, channel_, spec_.who, what);
+  }
+
+  CudaContextPtr ctx_;
+  BatchNormSpec spec_;
+  Shape channel_;
+  TensorDescriptor x_desc_, c_desc_;
+  Tensor inverse_std_;  // 1 / sqrt(variance + epsilon), what cuDNN's backward reads
+};
+}  // namespace
+
+std::unique_ptr<BatchNormPlan> make_batch_norm(CudaContextPtr ctx, const BatchNormSpec& spec) {
+  return std::make_unique<CudnnBatchNorm>(std::move(ctx), spec);
+}
+
+}  // namespace dptrain::cuda

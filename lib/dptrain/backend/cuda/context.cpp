@@ -1,0 +1,66 @@
+#include "dptrain/backend/cuda/context.hpp"
+
+#include "dptrain/core/error.hpp"
+
+namespace dptrain::cuda {
+
+namespace {
+// The device must be current before the stream (a member) is made.
+int made_current(int device) {
+  CUDA_CHECK(cudaSetDevice(device));
+  return device;
+}
+}  // namespace
+
+CudaContext::CudaContext(int device) : device_(made_current(device)) {
+  allocator_ = std::make_shared<CachingAllocator>(device);
+  try {
+    CUDNN_CHECK(cudnnCreate(&cudnn_));
+    CUDNN_CHECK(cudnnSetStream(cudnn_, stream()));
+    CUBLAS_CHECK(cublasCreate(&cublas_));
+    CUBLAS_CHECK(cublasSetStream(cublas_, stream()));
+    // Scalars (alpha, beta) come from host memory; fp32 stays fp32 (no TF32), so results match the CPU's.
+    CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
+    CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+  } catch (...) {
+    if (cublas_) cublasDestroy(cublas_);
+    if (cudnn_) cudnnDestroy(cudnn_);
+    throw;
+  }
+}
+
+CudaContext::~CudaContext() {
+  cudaStreamSynchronize(stream());
+  workspace_ = Tensor();
+  cublasDestroy(cublas_);
+  cudnnDestroy(cudnn_);
+}
+
+Tensor CudaContext::allocate(const Shape& shape, DType dtype) {
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
+  std::shared_ptr<CachingAllocator> allocator = allocator_;
+  void* pointer = allocator->allocate(bytes);
+  std::shared_ptr<void> owner(pointer, [allocator](void* p) { allocator->release(p); });
+  return Tensor::adopt(std::move(owner), shape, dtype, Device::cuda(device_));
+}
+
+void* CudaContext::workspace(std::size_t bytes) {
+  if (bytes > workspace_bytes_) {
+    workspace_ = Tensor();  // back to the cache first, so the larger block may reuse its memory
+    workspace_ = allocate(Shape{static_cast<std::int64_t>(bytes)}, DType::u8);
+    workspace_bytes_ = bytes;
+  }
+  return workspace_bytes_ ? workspace_.raw() : nullptr;
+}
+
+void check_device_tensor(const CudaContext& ctx, const Tensor& t, const Shape& shape, const std::string& who,
+                         const char* what, DType dtype) {
+  check_shape(t, shape, who, what);
+  DPTRAIN_CHECK(t.device() == Device::cuda(ctx.device()), who, ": the ", what, " is in ", t.device().to_string(),
+                " memory but the backend runs on cuda:", ctx.device());
+  DPTRAIN_CHECK(t.dtype() == dtype, who, ": the ", what, " is ", name_of(t.dtype()), " but ", name_of(dtype),
+                " is needed");
+  DPTRAIN_CHECK(t.layout() == Layout::plain, who, ": the ", what, " must be in the plain (NCHW) layout");
+}
+
+}  // namespace dptrain::cuda

@@ -1,0 +1,57 @@
+#pragma once
+// What every CUDA plan shares: the device, the compute stream, the cuDNN and cuBLAS handles bound to
+// that stream, the caching allocator and one convolution workspace. Plans hold it by shared_ptr, so
+// it lives as long as the last plan or tensor of the backend.
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "dptrain/backend/cuda/caching_allocator.hpp"
+#include "dptrain/backend/cuda/check_cuda.hpp"
+#include "dptrain/backend/cuda/streams.hpp"
+#include "dptrain/core/tensor.hpp"
+
+namespace dptrain::cuda {
+
+class CudaContext {
+ public:
+  explicit CudaContext(int device);
+  ~CudaContext();
+  CudaContext(const CudaContext&) = delete;
+  CudaContext& operator=(const CudaContext&) = delete;
+
+  int device() const { return device_; }
+  cudaStream_t stream() const { return stream_.get(); }
+  cudnnHandle_t cudnn() const { return cudnn_; }
+  cublasHandle_t cublas() const { return cublas_; }
+  CachingAllocator& allocator() { return *allocator_; }
+
+  // Device memory from the caching allocator, returned to it when the last view goes.
+  Tensor allocate(const Shape& shape, DType dtype);
+  // The shared scratch of convolutions, at least `bytes` large. Plans run one after another on one
+  // stream, so one workspace serves them all; it only grows (in the allocator's stream order).
+  void* workspace(std::size_t bytes);
+  std::size_t workspace_size() const { return workspace_bytes_; }
+
+ private:
+  int device_;
+  Stream stream_;  // made after cudaSetDevice (see the constructor), destroyed after the handles
+  cudnnHandle_t cudnn_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::shared_ptr<CachingAllocator> allocator_;
+  Tensor workspace_;
+  std::size_t workspace_bytes_ = 0;
+};
+
+using CudaContextPtr = std::shared_ptr<CudaContext>;
+
+// Fails with a message naming `who` unless `t` is f32 (or `dtype`), plain, on this context's device
+// and of `shape`.
+void check_device_tensor(const CudaContext& ctx, const Tensor& t, const Shape& shape, const std::string& who,
+                         const char* what, DType dtype = DType::f32);
+
+// Typed device pointers, for kernels and library calls (the layout and device are checked above).
+inline float* device_floats(Tensor& t) { return static_cast<float*>(t.raw()); }
+inline const float* device_floats(const Tensor& t) { return static_cast<const float*>(t.raw()); }
+
+}  // namespace dptrain::cuda

@@ -1,0 +1,142 @@
+// Convolution on cuDNN. Each of the three passes picks its algorithm once, by timing the candidates
+// on the real buffers (cudnnFind*Ex) the first time it runs, within a workspace cap; the chosen
+// algorithm's workspace comes from the context's shared one. fp32 runs with FMA math only (no TF32),
+// so results agree with the CPU backend's to fp32 rounding.
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+
+#include "dptrain/backend/cuda/descriptors.hpp"
+#include "dptrain/backend/cuda/plans.hpp"
+
+namespace dptrain::cuda {
+namespace {
+// The most workspace an algorithm may ask for while being timed; DPTRAIN_CUDNN_WORKSPACE_MB overrides.
+std::size_t workspace_cap() {
+  if (const char* mb = std::getenv("DPTRAIN_CUDNN_WORKSPACE_MB")) return std::strtoull(mb, nullptr, 10) << 20;
+  return std::size_t{512} << 20;
+}
+
+// One pass's algorithm, chosen on its first run and kept.
+template <typename Algo>
+struct Chosen {
+  bool done = false;
+  Algo algo{};
+  std::size_t workspace = 0;
+};
+
+// Times the pass's algorithms once with `find(requested, &returned, results, workspace, bytes)` (a
+// cudnnFind*Ex call on the real buffers) and keeps the fastest that ran: cuDNN sorts them by time.
+template <typename Perf, int Count, typename Algo, typename Find>
+void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& who, const char* pass, Find&& find) {
+  if (chosen.done) return;
+  std::array<Perf, Count> results{};
+  int returned = 0;
+  const std::size_t cap = workspace_cap();
+  CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
+  for (int i = 0; i < returned; ++i) {
+    if (results[static_cast<std::size_t>(i)].status == CUDNN_STATUS_SUCCESS) {
+      chosen = {true, results[static_cast<std::size_t>(i)].algo, results[static_cast<std::size_t>(i)].memory};
+      return;
+    }
+  }
+  throw Error(who + ": cuDNN found no working algorithm for the " + pass + " pass");
+}
+
+class CudnnConvolution final : public ConvolutionPlan {
+ public:
+  CudnnConvolution(CudaContextPtr ctx, const ConvolutionSpec& spec)
+      : ctx_(std::move(ctx)),
+        spec_(spec),
+        output_(convolution_output_shape(spec, spec.who)),
+        weight_(convolution_weight_shape(spec)),
+        x_desc_(nchw_descriptor(spec.input)),
+        y_desc_(nchw_descriptor(output_)),
+        bias_desc_(channel_descriptor(spec.out_channels)) {
+    const auto& w = spec.window;
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, spec.out_channels,
+                                           static_cast<int>(spec.input[1]), w.kernel_h, w.kernel_w));
+    // Cross-correlation is what every framework (and oneDNN) calls convolution.
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, w.pad_h, w.pad_w, w.stride_h, w.stride_w, 1, 1,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, CUDNN_FMA_MATH));
+  }
+
+  void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) override {
+    check(x, spec_.input, "input");
+    check(weight, weight_, "weight");
+    check(y, output_, "output");
+    choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+        forward_, *ctx_, spec_.who, "forward", [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
+          return cudnnFindConvolutionForwardAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), w_desc_, weight.raw(),
+                                                        conv_desc_, y_desc_, y.raw(), n, count, results, ws, bytes);
+        });
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &one, x_desc_, x.raw(), w_desc_, weight.raw(), conv_desc_,
+                                        forward_.algo, ctx_->workspace(forward_.workspace), forward_.workspace, &zero,
+                                        y_desc_, y.raw()));
+    if (spec_.bias) {
+      check(bias, Shape{spec_.out_channels}, "bias");
+      CUDNN_CHECK(cudnnAddTensor(ctx_->cudnn(), &one, bias_desc_, bias.raw(), &one, y_desc_, y.raw()));
+    }
+  }
+
+  void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) override {
+    check(dy, output_, "output gradient");
+    check(weight, weight_, "weight");
+    check(dx, spec_.input, "input gradient");
+    choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+        data_, *ctx_, spec_.who, "backward-data", [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
+          return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_->cudnn(), w_desc_, weight.raw(), y_desc_, dy.raw(),
+                                                             conv_desc_, x_desc_, dx.raw(), n, count, results, ws,
+                                                             bytes);
+        });
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, weight.raw(), y_desc_, dy.raw(),
+                                             conv_desc_, data_.algo, ctx_->workspace(data_.workspace), data_.workspace,
+                                             &zero, x_desc_, dx.raw()));
+  }
+
+  void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {
+    check(x, spec_.input, "input");
+    check(dy, output_, "output gradient");
+    check(dweight, weight_, "weight gradient");
+    choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+        filter_, *ctx_, spec_.who, "backward-weights",
+        [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
+          return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), y_desc_, dy.raw(),
+                                                               conv_desc_, w_desc_, dweight.raw(), n, count, results,
+                                                               ws, bytes);
+        });
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &one, x_desc_, x.raw(), y_desc_, dy.raw(), conv_desc_,
+                                               filter_.algo, ctx_->workspace(filter_.workspace), filter_.workspace, &zero,
+                                               w_desc_, dweight.raw()));
+    if (spec_.bias) {
+      check(dbias, Shape{spec_.out_channels}, "bias gradient");
+      CUDNN_CHECK(cudnnConvolutionBackwardBias(ctx_->cudnn(), &one, y_desc_, dy.raw(), &zero, bias_desc_, dbias.raw()));
+    }
+  }
+
+ private:
+  void check(const Tensor& t, const Shape& shape, const char* what) const {
+    check_device_tensor(*ctx_, t, shape, spec_.who, what);
+  }
+
+  CudaContextPtr ctx_;
+  ConvolutionSpec spec_;
+  Shape output_, weight_;
+  TensorDescriptor x_desc_, y_desc_, bias_desc_;
+  FilterDescriptor w_desc_;
+  ConvolutionDescriptor conv_desc_;
+  Chosen<cudnnConvolutionFwdAlgo_t> forward_;
+  Chosen<cudnnConvolutionBwdDataAlgo_t> data_;
+  Chosen<cudnnConvolutionBwdFilterAlgo_t> filter_;
+};
+}  // namespace
+
+std::unique_ptr<ConvolutionPlan> make_convolution(CudaContextPtr ctx, const ConvolutionSpec& spec) {
+  return std::make_unique<CudnnConvolution>(std::move(ctx), spec);
+}
+
+}  // namespace dptrain::cuda

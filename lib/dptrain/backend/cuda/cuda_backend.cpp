@@ -1,0 +1,170 @@
+// The CUDA backend's table of ops. Every op is queued on the context's one compute stream; only
+// to_host (and measure_peak_gflops) wait for the device.
+#include "dptrain/backend/cuda/cuda_backend.hpp"
+
+#include <algorithm>
+
+#include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/plans.hpp"
+
+namespace dptrain::cuda {
+namespace {
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : ctx_(std::make_shared<CudaContext>(device)) {}
+  ~CudaBackend() override {
+    cudaStreamSynchronize(ctx_->stream());
+  }
+
+  std::string name() const override { return "cuda:" + std::to_string(ctx_->device()) + " (cuDNN, cuBLAS)"; }
+  Device device() const override { return Device::cuda(ctx_->device()); }
+
+  std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec& s) override {
+    return cuda::make_convolution(ctx_, s);
+  }
+  std::unique_ptr<PoolingPlan> make_pooling(const PoolingSpec& s) override { return cuda::make_pooling(ctx_, s); }
+  std::unique_ptr<BatchNormPlan> make_batch_norm(const BatchNormSpec& s) override {
+    return cuda::make_batch_norm(ctx_, s);
+  }
+  std::unique_ptr<ReluPlan> make_relu(const Shape& s, const std::string& who) override {
+    return cuda::make_relu(ctx_, s, who);
+  }
+  std::unique_ptr<LrnPlan> make_lrn(const LrnSpec& s) override { return cuda::make_lrn(ctx_, s); }
+  std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> s, const std::string& who) override {
+    return cuda::make_concat(ctx_, s, who);
+  }
+  std::unique_ptr<LinearPlan> make_linear(const LinearSpec& s) override { return cuda::make_linear(ctx_, s); }
+  std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& s) override {
+    return cuda::make_softmax_cross_entropy(ctx_, s);
+  }
+  std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& s) override { return cuda::make_dropout(ctx_, s); }
+
+  Tensor allocate(Shape shape, DType dtype) override { return ctx_->allocate(shape, dtype); }
+  Tensor allocate_activation(Shape shape) override { return ctx_->allocate(shape, DType::f32); }
+
+  Tensor to_host(const Tensor& t) override {
+    check_here(t, "to_host");
+    Tensor host = Tensor::empty(t.shape(), t.dtype());
+    if (t.bytes()) {
+      CUDA_CHECK(cudaMemcpyAsync(host.raw(), t.raw(), t.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
+    return host;
+  }
+  void copy_from_host(const Tensor& host, Tensor& t) override {
+    DPTRAIN_CHECK(host.device().is_cpu() && host.layout() == Layout::plain,
+                  "copy_from_host: the source must be a plain host tensor");
+    check_here(t, "copy_from_host");
+    check_same(host, t, "copy_from_host");
+    // From pageable memory the call returns once the data is staged, so the caller may reuse `host`.
+    if (t.bytes()) {
+      CUDA_CHECK(cudaMemcpyAsync(t.raw(), host.raw(), t.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
+    }
+  }
+
+  void fill(Tensor& t, float value) override {
+    check_float(t, "fill");
+    kernels::fill(device_floats(t), t.numel(), value, ctx_->stream());
+  }
+  void copy(const Tensor& src, Tensor& dst) override {
+    check_here(src, "copy");
+    check_here(dst, "copy");
+    check_same(src, dst, "copy");
+    if (src.raw() != dst.raw() && src.bytes()) {
+      CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
+    }
+  }
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override {
+    check_float(a, "add");
+    check_float(b, "add");
+    check_float(y, "add");
+    check_same(a, y, "add");
+    check_same(b, y, "add");
+    kernels::add(device_floats(a), device_floats(b), device_floats(y), y.numel(), ctx_->stream());
+  }
+  void axpby(float alpha, const Tensor& x, float beta, Tensor& y) override {
+    check_float(x, "axpby");
+    check_float(y, "axpby");
+    check_same(x, y, "axpby");
+    kernels::axpby(alpha, device_floats(x), beta, device_floats(y), y.numel(), ctx_->stream());
+  }
+  void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& h) override {
+    check_float(weight, "sgd_update");
+    check_float(grad, "sgd_update");
+    check_float(velocity, "sgd_update");
+    check_same(weight, grad, "sgd_update");
+    check_same(weight, velocity, "sgd_update");
+    kernels::sgd_update(device_floats(weight), device_floats(grad), device_floats(velocity), weight.numel(),
+                        h.learning_rate, h.momentum, h.weight_decay, h.nesterov, ctx_->stream());
+  }
+
+  // Best of several cuBLAS SGEMMs (FMA math, no TF32: the fp32 peak), timed with events on our stream.
+  double measure_peak_gflops() override {
+    constexpr int n = 4096;
+    const Shape square{n, n};
+    Tensor a = allocate(square, DType::f32), b = allocate(square, DType::f32), c = allocate(square, DType::f32);
+    kernels::fill(device_floats(a), a.numel(), 0.5f, ctx_->stream());
+    kernels::fill(device_floats(b), b.numel(), 0.25f, ctx_->stream());
+    cudaEvent_t start = nullptr, stop = nullptr;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    double best = 0;
+    try {
+      const float one = 1.f, zero = 0.f;
+      for (int rep = 0; rep < 6; ++rep) {
+        CUDA_CHECK(cudaEventRecord(start, ctx_->stream()));
+        CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, device_floats(a), n,
+                                 device_floats(b), n, &zero, device_floats(c), n));
+        CUDA_CHECK(cudaEventRecord(stop, ctx_->stream()));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        if (rep > 0 && ms > 0) best = std::max(best, 2.0 * n * n * static_cast<double>(n) / (ms * 1e-3) / 1e9);
+      }
+    } catch (...) {
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      throw;
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    return best;
+  }
+
+  CudaContext& context() { return *ctx_; }
+
+ private:
+  void check_here(const Tensor& t, const char* op) const {
+    DPTRAIN_CHECK(t.device() == Device::cuda(ctx_->device()), op, ": a tensor in ", t.device().to_string(),
+                  " memory was given to the backend of cuda:", ctx_->device());
+    DPTRAIN_CHECK(t.layout() == Layout::plain, op, ": the CUDA backend keeps tensors in the plain layout");
+  }
+  void check_float(const Tensor& t, const char* op) const {
+    check_here(t, op);
+    DPTRAIN_CHECK(t.dtype() == DType::f32, op, ": needs f32 tensors, not ", name_of(t.dtype()));
+  }
+  static void check_same(const Tensor& a, const Tensor& b, const char* op) {
+    DPTRAIN_CHECK(a.numel() == b.numel() && a.dtype() == b.dtype(), op, ": tensors of shapes ",
+                  a.shape().to_string(), " (", name_of(a.dtype()), ") and ", b.shape().to_string(), " (",
+                  name_of(b.dtype()), ") differ");
+  }
+
+  CudaContextPtr ctx_;
+};
+
+CudaBackend& as_cuda(Backend& backend) {
+  auto* found = dynamic_cast<CudaBackend*>(&backend);
+  DPTRAIN_CHECK(found != nullptr, "backend '", backend.name(), "' is not a CUDA backend");
+  return *found;
+}
+}  // namespace
+
+CudaContext& context_of(Backend& backend) { return as_cuda(backend).context(); }
+MemoryStats memory_stats(Backend& backend) { return as_cuda(backend).context().allocator().stats(); }
+void reset_peak_memory(Backend& backend) { as_cuda(backend).context().allocator().reset_peak(); }
+
+}  // namespace dptrain::cuda
+
+namespace dptrain {
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<cuda::CudaBackend>(device); }
+}  // namespace dptrain

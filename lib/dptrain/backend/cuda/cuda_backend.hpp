@@ -1,0 +1,24 @@
+#pragma once
+// The CUDA backend: cuDNN for convolution, batch normalization and LRN, cuBLAS for linear layers, and
+// our own kernels for the rest. Only built with the CUDA toolkit (DPTRAIN_HAVE_CUDA).
+#include <memory>
+
+#include "dptrain/backend/backend.hpp"
+#include "dptrain/backend/cuda/caching_allocator.hpp"
+
+namespace dptrain {
+
+// A backend on GPU `device` (an ordinal among the visible devices); it makes that device current.
+std::unique_ptr<Backend> make_cuda_backend(int device);
+
+namespace cuda {
+class CudaContext;
+// The device, compute stream and handles a CUDA backend runs on (context.hpp), e.g. for the gradient
+// reducer to order its communication stream after the backward pass with events; throws for another.
+CudaContext& context_of(Backend& backend);
+// The caching allocator's counters of a CUDA backend (GPU memory use per step); throws for another.
+MemoryStats memory_stats(Backend& backend);
+void reset_peak_memory(Backend& backend);
+}  // namespace cuda
+
+}  // namespace dptrain

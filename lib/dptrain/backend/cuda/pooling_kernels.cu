@@ -1,0 +1,105 @@
+// 2-D max and average pooling with padding that may be larger after the image than before it (Caffe's
+// ceil rounding), which cuDNN's symmetric pooling descriptor cannot express. The semantics are
+// oneDNN's, as the CPU backend runs them: max ignores padded positions and routes the gradient to the
+// first maximum; average divides by the whole window (include padding) or by the positions inside the
+// image (exclude padding). The backward pass gathers per input element, so no atomics and the result
+// is deterministic.
+#include <cfloat>
+
+#include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/launch.cuh"
+
+namespace dptrain::cuda::kernels {
+namespace {
+__device__ int window_start(int out, int stride, int pad) { return out * stride - pad; }
+
+__device__ float average_divisor(const PoolGeometry& g, PoolKind kind, int oh, int ow) {
+  if (kind == PoolKind::average_include_padding) return static_cast<float>(g.kernel_h * g.kernel_w);
+  const int h0 = max(window_start(oh, g.stride_h, g.pad_h), 0);
+  const int h1 = min(window_start(oh, g.stride_h, g.pad_h) + g.kernel_h, g.height);
+  const int w0 = max(window_start(ow, g.stride_w, g.pad_w), 0);
+  const int w1 = min(window_start(ow, g.stride_w, g.pad_w) + g.kernel_w, g.width);
+  return static_cast<float>((h1 - h0) * (w1 - w0));
+}
+
+__global__ void pool_forward_kernel(const float* x, float* y, std::int32_t* argmax, PoolGeometry g, PoolKind kind) {
+  const std::int64_t per_plane = static_cast<std::int64_t>(g.out_height) * g.out_width;
+  DPTRAIN_GRID_STRIDE(i, g.planes * per_plane) {
+    const std::int64_t plane = i / per_plane;
+    const int oh = static_cast<int>((i % per_plane) / g.out_width), ow = static_cast<int>(i % g.out_width);
+    const float* in = x + plane * g.height * g.width;
+    const int hs = window_start(oh, g.stride_h, g.pad_h), ws = window_start(ow, g.stride_w, g.pad_w);
+    const int h0 = max(hs, 0), h1 = min(hs + g.kernel_h, g.height);
+    const int w0 = max(ws, 0), w1 = min(ws + g.kernel_w, g.width);
+    if (kind == PoolKind::max) {
+      float best = -FLT_MAX;
+      int where = -1;
+      for (int h = h0; h < h1; ++h) {
+        for (int w = w0; w < w1; ++w) {
+          const float v = in[h * g.width + w];
+          if (where < 0 || v > best) {
+            best = v;
+            where = h * g.width + w;
+          }
+        }
+      }
+      y[i] = best;
+      argmax[i] = where;
+    } else {
+      float sum = 0.f;
+      for (int h = h0; h < h1; ++h) {
+        for (int w = w0; w < w1; ++w) sum += in[h * g.width + w];
+      }
+      y[i] = sum / average_divisor(g, kind, oh, ow);
+    }
+  }
+}
+
+__global__ void pool_backward_kernel(const float* dy, const std::int32_t* argmax, float* dx, PoolGeometry g,
+                                     PoolKind kind) {
+  const std::int64_t per_plane = static_cast<std::int64_t>(g.height) * g.width;
+  const std::int64_t out_per_plane = static_cast<std::int64_t>(g.out_height) * g.out_width;
+  DPTRAIN_GRID_STRIDE(i, g.planes * per_plane) {
+    const std::int64_t plane = i / per_plane;
+    const int h = static_cast<int>((i % per_plane) / g.width), w = static_cast<int>(i % g.width);
+    // The outputs whose windows contain (h, w).
+    const int oh0 = h + g.pad_h < g.kernel_h ? 0 : (h + g.pad_h - g.kernel_h) / g.stride_h + 1;
+    const int oh1 = min((h + g.pad_h) / g.stride_h, g.out_height - 1);
+    const int ow0 = w + g.pad_w < g.kernel_w ? 0 : (w + g.pad_w - g.kernel_w) / g.stride_w + 1;
+    const int ow1 = min((w + g.pad_w) / g.stride_w, g.out_width - 1);
+    const float* grad = dy + plane * out_per_plane;
+    const std::int32_t* source = argmax ? argmax + plane * out_per_plane : nullptr;
+    const int here = h * g.width + w;
+    float sum = 0.f;
+    for (int oh = oh0; oh <= oh1; ++oh) {
+      for (int ow = ow0; ow <= ow1; ++ow) {
+        const int o = oh * g.out_width + ow;
+        if (kind == PoolKind::max) {
+          if (source[o] == here) sum += grad[o];
+        } else {
+          sum += grad[o] / average_divisor(g, kind, oh, ow);
+        }
+      }
+    }
+    dx[i] = sum;
+  }
+}
+}  // namespace
+
+void pool_forward(const float* x, float* y, std::int32_t* argmax, const PoolGeometry& g, PoolKind kind,
+                  cudaStream_t stream) {
+  const std::int64_t n = g.planes * g.out_height * g.out_width;
+  if (n == 0) return;
+  pool_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, argmax, g, kind);
+  DPTRAIN_CHECK_LAUNCH();
+}
+
+void pool_backward(const float* dy, const std::int32_t* argmax, float* dx, const PoolGeometry& g, PoolKind kind,
+                   cudaStream_t stream) {
+  const std::int64_t n = g.planes * g.height * g.width;
+  if (n == 0) return;
+  pool_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(dy, argmax, dx, g, kind);
+  DPTRAIN_CHECK_LAUNCH();
+}
+
+}  // namespace dptrain::cuda::kernels

@@ -1,0 +1,55 @@
+#pragma once
+// RAII owners of the stream machinery the rest of a step needs beside the compute stream: a copy
+// stream for the next batch's host-to-device transfer, a communication stream for gradient buckets,
+// events that order one after the other without the host waiting, and pinned host buffers (only a
+// copy from page-locked memory runs asynchronously with the host).
+#include <cstddef>
+
+#include <cuda_runtime.h>
+
+namespace dptrain::cuda {
+
+class Stream {
+ public:
+  Stream();  // non-blocking: never serialised with the legacy default stream
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  Event();  // without timing: the cheapest kind, for ordering only
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+  // Marks the point `stream` has reached; `waiter` (another stream) will not run past it until then.
+  void record(cudaStream_t stream);
+  void make_wait(cudaStream_t waiter) const;
+  void synchronize() const;  // the host waits: only where a value must be read
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(std::size_t bytes);
+  ~PinnedBuffer();
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace dptrain::cuda

@@ -1,0 +1,214 @@
+// Every op of the Backend interface on the CPU (oneDNN, the tested reference) and the CUDA backend,
+// from the same host inputs: the results must agree to 1e-4 relative error in fp32.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <vector>
+
+#include "gpu/gpu_testing.hpp"
+#include "support/tensor_testing.hpp"
+
+namespace dptrain {
+namespace {
+using gpu_testing::expect_agreement;
+using gpu_testing::on;
+using testing::distinct_tensor;
+using testing::random_tensor;
+
+void check_convolution(const ConvolutionSpec& spec) {
+  const Shape out = convolution_output_shape(spec, spec.who), weight = convolution_weight_shape(spec);
+  const Tensor x = random_tensor(spec.input, 1), w = random_tensor(weight, 2), b = random_tensor(Shape{out[1]}, 3);
+  const Tensor dy = random_tensor(out, 4);
+  expect_agreement(
+      [&](Backend& be) {
+        auto plan = be.make_convolution(spec);
+        Tensor X = on(be, x), W = on(be, w), B = on(be, b), DY = on(be, dy);
+        Tensor y = be.allocate(out), dx = be.allocate(spec.input), dw = be.allocate(weight), db = be.allocate(b.shape());
+        plan->forward(X, W, B, y);
+        plan->backward_data(DY, W, dx);
+        plan->backward_weights(X, DY, dw, db);
+        plan->forward(X, W, B, y);  // a second run, with the algorithms chosen, gives the same
+        return gpu_testing::to_host(be, {&y, &dx, &dw, &db});
+      },
+      {"output", "input gradient", "weight gradient", "bias gradient"});
+}
+
+TEST_CASE("convolution: CPU and GPU agree", "[gpu][convolution]") {
+  ConvolutionSpec spec;
+  spec.input = Shape{2, 3, 9, 9};
+  spec.out_channels = 8;
+  spec.window = Window2d::square(3, 2, 1);
+  check_convolution(spec);
+  spec.input = Shape{2, 8, 7, 7};
+  spec.out_channels = 5;
+  spec.window = Window2d{1, 7, 1, 1, 0, 3};  // Inception-V3's factorised 1x7
+  spec.bias = false;
+  check_convolution(spec);
+}
+
+void check_pooling(PoolingKind kind, Rounding rounding, Window2d window, Shape input) {
+  PoolingSpec spec;
+  spec.input = input;
+  spec.kind = kind;
+  spec.window = window;
+  spec.rounding = rounding;
+  const Shape out = pooling_output_shape(spec, spec.who);
+  const Tensor x = distinct_tensor(input, 5), dy = random_tensor(out, 6);
+  expect_agreement(
+      [&](Backend& be) {
+        auto plan = be.make_pooling(spec);
+        Tensor X = on(be, x), DY = on(be, dy), y = be.allocate(out), dx = be.allocate(input);
+        plan->forward(X, y, true);
+        plan->backward(DY, dx);
+        return gpu_testing::to_host(be, {&y, &dx});
+      },
+      {"output", "input gradient"});
+}
+
+TEST_CASE("pooling: CPU and GPU agree, with Caffe's ceil rounding", "[gpu][pooling]") {
+  const Shape input{2, 3, 10, 10};
+  for (PoolingKind kind :
+       {PoolingKind::max, PoolingKind::average_include_padding, PoolingKind::average_exclude_padding}) {
+    INFO("kind " << static_cast<int>(kind));
+    check_pooling(kind, Rounding::ceil, Window2d::square(3, 2, 0), input);  // 10 -> 5 (ceil adds padding)
+    check_pooling(kind, Rounding::ceil, Window2d::square(3, 2, 1), input);
+    check_pooling(kind, Rounding::floor, Window2d::square(3, 1, 1), input);
+    check_pooling(kind, Rounding::floor, Window2d::square(2, 2, 0), input);
+  }
+}
+
+TEST_CASE("batch normalization: CPU and GPU agree", "[gpu][batch_norm]") {
+  BatchNormSpec spec;
+  spec.input = Shape{4, 8, 5, 5};
+  const Shape channel{8};
+  const Tensor x = random_tensor(spec.input, 7, -2.f, 3.f), scale = random_tensor(channel, 8, 0.5f, 1.5f);
+  const Tensor shift = random_tensor(channel, 9), dy = random_tensor(spec.input, 10);
+  const Tensor running_mean = random_tensor(channel, 11), running_variance = random_tensor(channel, 12, 0.5f, 2.f);
+  expect_agreement(
+      [&](Backend& be) {
+        auto plan = be.make_batch_norm(spec);
+        Tensor X = on(be, x), S = on(be, scale), B = on(be, shift), DY = on(be, dy);
+        Tensor RM = on(be, running_mean), RV = on(be, running_variance);
+        Tensor y = be.allocate(spec.input), mean = be.allocate(channel), variance = be.allocate(channel);
+        Tensor dx = be.allocate(spec.input), dscale = be.allocate(channel), dshift = be.allocate(channel);
+        Tensor inference = be.allocate(spec.input);
+        plan->forward_training(X, S, B, y, mean, variance);
+        plan->backward(X, DY, S, B, mean, variance, dx, dscale, dshift);
+        plan->forward_inference(X, S, B, RM, RV, inference);
+        return gpu_testing::to_host(be, {&y, &mean, &variance, &dx, &dscale, &dshift, &inference});
+      },
+      {"output", "batch mean", "batch variance (biased)", "input gradient", "scale gradient", "shift gradient",
+       "inference output"});
+}
+
+TEST_CASE("relu and LRN: CPU and GPU agree", "[gpu][relu][lrn]") {
+  const Shape shape{2, 7, 4, 4};
+  const Tensor x = distinct_tensor(shape, 13), dy = random_tensor(shape, 14);
+  LrnSpec lrn;
+  lrn.input = shape;
+  lrn.alpha = 0.1f;  // large enough that the normalization matters
+  expect_agreement(
+      [&](Backend& be) {
+        auto relu = be.make_relu(shape);
+        auto norm = be.make_lrn(lrn);
+        Tensor X = on(be, x), DY = on(be, dy), y = be.allocate(shape), dx = be.allocate(shape);
+        Tensor ly = be.allocate(shape), ldx = be.allocate(shape);
+        relu->forward(X, y);
+        relu->backward(y, DY, dx);
+        norm->forward(X, ly, true);
+        norm->backward(X, DY, ldx);
+        return gpu_testing::to_host(be, {&y, &dx, &ly, &ldx});
+      },
+      {"relu output", "relu input gradient", "lrn output", "lrn input gradient"});
+}
+
+TEST_CASE("concat and linear: CPU and GPU agree", "[gpu][concat][linear]") {
+  const std::array<Shape, 3> parts{Shape{2, 3, 4, 4}, Shape{2, 5, 4, 4}, Shape{2, 1, 4, 4}};
+  const Shape joined = concat_output_shape(parts, "concat");
+  std::vector<Tensor> inputs;
+  for (std::size_t i = 0; i < parts.size(); ++i) inputs.push_back(random_tensor(parts[i], 20 + i));
+  const Tensor djoined = random_tensor(joined, 30);
+  LinearSpec linear;
+  linear.input = Shape{4, 3, 2, 2};
+  linear.out_features = 6;
+  const Shape weight = linear_weight_shape(linear), out{4, 6};
+  const Tensor x = random_tensor(linear.input, 31), w = random_tensor(weight, 32), b = random_tensor(Shape{6}, 33);
+  const Tensor dy = random_tensor(out, 34);
+  expect_agreement(
+      [&](Backend& be) {
+        auto concat = be.make_concat(parts);
+        std::vector<Tensor> in, din;
+        std::vector<const Tensor*> in_ptr;
+        std::vector<Tensor*> din_ptr;
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          in.push_back(on(be, inputs[i]));
+          din.push_back(be.allocate(parts[i]));
+        }
+        for (std::size_t i = 0; i < parts.size(); ++i) {
+          in_ptr.push_back(&in[i]);
+          din_ptr.push_back(&din[i]);
+        }
+        Tensor y = be.allocate(joined), DY = on(be, djoined);
+        concat->forward(in_ptr, y);
+        concat->backward(DY, din_ptr);
+        auto plan = be.make_linear(linear);
+        Tensor X = on(be, x), W = on(be, w), B = on(be, b), LDY = on(be, dy);
+        Tensor ly = be.allocate(out), ldx = be.allocate(linear.input), ldw = be.allocate(weight), ldb = be.allocate(b.shape());
+        plan->forward(X, W, B, ly);
+        plan->backward_data(LDY, W, ldx);
+        plan->backward_weights(X, LDY, ldw, ldb);
+        return gpu_testing::to_host(be, {&y, &din[0], &din[1], &din[2], &ly, &ldx, &ldw, &ldb});
+      },
+      {"concat output", "concat gradient 0", "concat gradient 1", "concat gradient 2", "linear output",
+       "linear input gradient", "linear weight gradient", "linear bias gradient"});
+}
+
+TEST_CASE("softmax cross-entropy and dropout: CPU and GPU agree", "[gpu][loss][dropout]") {
+  SoftmaxCrossEntropySpec loss_spec;
+  loss_spec.logits = Shape{5, 11};
+  loss_spec.label_smoothing = 0.1f;
+  const Tensor logits = random_tensor(loss_spec.logits, 40, -4.f, 4.f);
+  const Tensor labels = testing::random_labels(5, 11, 41);
+  DropoutSpec dropout;
+  dropout.input = Shape{3, 4, 5, 5};
+  dropout.probability = 0.3f;
+  const Tensor x = random_tensor(dropout.input, 42), dy = random_tensor(dropout.input, 43);
+  const RandomPosition position{7, 12345, 100};
+  expect_agreement(
+      [&](Backend& be) {
+        auto plan = be.make_softmax_cross_entropy(loss_spec);
+        Tensor Z = on(be, logits), p = be.allocate(loss_spec.logits), loss = be.allocate(Shape{1});
+        Tensor dz = be.allocate(loss_spec.logits);
+        plan->forward(Z, labels, p, loss);  // labels stay on the host, as the net keeps them
+        plan->backward(p, labels, 0.5f, dz);
+        auto drop = be.make_dropout(dropout);
+        Tensor X = on(be, x), DY = on(be, dy), y = be.allocate(dropout.input), dx = be.allocate(dropout.input);
+        drop->forward(X, y, position);
+        drop->backward(DY, dx);
+        return gpu_testing::to_host(be, {&p, &loss, &dz, &y, &dx});
+      },
+      {"probabilities", "loss", "logits gradient", "dropout output", "dropout input gradient"});
+}
+
+TEST_CASE("element-wise ops and the SGD update: CPU and GPU agree", "[gpu][elementwise][sgd]") {
+  const Shape shape{3, 17};
+  const Tensor a = random_tensor(shape, 50), b = random_tensor(shape, 51), v = random_tensor(shape, 52);
+  expect_agreement(
+      [&](Backend& be) {
+        Tensor A = on(be, a), B = on(be, b), sum = be.allocate(shape), filled = be.allocate(shape);
+        be.fill(filled, 0.75f);
+        be.add(A, B, sum);
+        Tensor mixed = on(be, b);
+        be.axpby(0.3f, A, -1.5f, mixed);
+        Tensor copied = be.allocate(shape);
+        be.copy(A, copied);
+        Tensor w1 = on(be, a), v1 = on(be, v), w2 = on(be, a), v2 = on(be, v);
+        be.sgd_update(w1, B, v1, SgdHyper{0.1f, 0.9f, 1e-3f, false});
+        be.sgd_update(w2, B, v2, SgdHyper{0.05f, 0.8f, 5e-4f, true});
+        return gpu_testing::to_host(be, {&filled, &sum, &mixed, &copied, &w1, &v1, &w2, &v2});
+      },
+      {"fill", "add", "axpby", "copy", "sgd weight", "sgd velocity", "nesterov weight", "nesterov velocity"});
+}
+
+}  // namespace
+}  // namespace dptrain

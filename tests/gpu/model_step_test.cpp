@@ -1,0 +1,45 @@
+// A whole training step of small models from the registry on both backends: the same initial weights
+// and batch give the same loss and the same parameter gradients (1e-4 relative).
+#include <catch2/catch.hpp>
+
+#include "dptrain/net/models/registry.hpp"
+#include "dptrain/train/synthetic.hpp"
+#include "gpu/gpu_testing.hpp"
+
+namespace dptrain {
+namespace {
+void check_model_step(const std::string& model) {
+  INFO("model " << model);
+  ModelConfig config;
+  config.batch = 4;
+  config.classes = 10;
+  std::vector<std::string> names{"loss"};
+  bool named = false;
+  gpu_testing::expect_agreement(
+      [&](Backend& be) {
+        auto net = build_model(model, be, config);
+        net->initialize(3);
+        fill_synthetic_batch(be, 3, 0, config.classes, net->images(), net->labels());
+        PassContext ctx;
+        ctx.seed = 3;
+        const double loss = net->forward(ctx);
+        net->backward();
+        Tensor loss_tensor = Tensor::empty(Shape{1});
+        loss_tensor.data<float>()[0] = static_cast<float>(loss);
+        std::vector<Tensor> out{loss_tensor};
+        for (Parameter* p : net->parameters()) {
+          out.push_back(be.to_host(p->grad));
+          if (!named) names.push_back(p->name + " gradient");
+        }
+        named = true;
+        return out;
+      },
+      names);
+}
+
+TEST_CASE("a training step of lenet and inception-mini: CPU and GPU agree", "[gpu][model]") {
+  check_model_step("lenet");
+  check_model_step("inception-mini");
+}
+}  // namespace
+}  // namespace dptrain
