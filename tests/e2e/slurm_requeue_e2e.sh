@@ -40,7 +40,8 @@ final() {  # the newest checkpoint of a run
 ref_ckpt=$(final reference)
 int_ckpt=$(final interrupted)
 [[ -f $ref_ckpt && -f $int_ckpt ]] || fail "missing final checkpoints ($ref_ckpt, $int_ckpt)"
-[[ $(basename "$ref_ckpt") == "ckpt-$steps.h5" && $(basename "$int_ckpt") == "ckpt-$steps.h5" ]] ||
+expected=$(printf 'ckpt-%09d.h5' "$steps")  # names sort like steps
+[[ $(basename "$ref_ckpt") == "$expected" && $(basename "$int_ckpt") == "$expected" ]] ||
   fail "the final checkpoints are not of step $steps: $ref_ckpt $int_ckpt"
 # Same parameters: resuming continues the same computation (same ranks, same summation order).
 h5diff -r "$ref_ckpt" "$int_ckpt" /params /params > "$work/h5diff.log" 2>&1 ||
