@@ -17,14 +17,10 @@ testing::MpiVerdict verdict;
 
 void check_allreduce(Communicator& comm, std::size_t count) {
   const int rank = comm.rank(), size = comm.size();
-  std::vector<float> values(count);
-  for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<float>((i % 97) * (rank + 1));
+  std::vector<float> values = testing::rank_pattern(count, rank);
   comm.allreduce_sum(values.data(), values.size());
-  bool exact = true;
-  for (std::size_t i = 0; i < count; ++i) {
-    exact = exact && values[i] == static_cast<float>((i % 97) * size * (size + 1) / 2);
-  }
-  verdict.expect(exact, comm.name() + ": allreduce of " + std::to_string(count) + " floats is the exact sum");
+  verdict.expect(testing::is_rank_pattern_sum(values, size),
+                 comm.name() + ": allreduce of " + std::to_string(count) + " floats is the exact sum");
   std::int64_t biggest = comm.max(rank * 10);
   verdict.expect(biggest == (size - 1) * 10, comm.name() + ": max over ranks");
 }

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace dptrain::testing {
 
@@ -42,5 +43,20 @@ class MpiVerdict {
   }
   int failures_ = 0;
 };
+
+// Values whose sum over the ranks is exact in float whatever the order of the additions: element i
+// of rank r is (i % 31) * (r + 1), so the sum over `size` ranks is (i % 31) * size * (size + 1) / 2.
+inline std::vector<float> rank_pattern(std::size_t count, int rank) {
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<float>((i % 31) * static_cast<std::size_t>(rank + 1));
+  return values;
+}
+inline bool is_rank_pattern_sum(const std::vector<float>& values, int size) {
+  const auto factor = static_cast<std::size_t>(size * (size + 1) / 2);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] != static_cast<float>((i % 31) * factor)) return false;
+  }
+  return true;
+}
 
 }  // namespace dptrain::testing
