@@ -14,9 +14,10 @@ void add_distributed_options(CLI::App* cmd, dist::JobOptions& o) {
       ->check(CLI::NonNegativeNumber)->group(group);
   cmd->add_option("--bucket-mb", o.bucket_mb, "Gradients reduced together, in MB (reverse layer order)")
       ->check(CLI::PositiveNumber)->capture_default_str()->group(group);
-  cmd->add_option("--overlap", o.overlap, "Reduce gradient buckets while the backward pass runs (on|off)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, bool>{{"on", true}, {"off", false}}))
-      ->default_str("on")->group(group);
+  cmd->add_option("--overlap", o.overlap,
+                  "Reduce gradient buckets while the backward pass runs: on, off, or auto (on, unless a rank's "
+                  "CPU set has no core beyond its compute threads, where the waiting would slow the backward pass)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str()->group(group);
   cmd->add_option("--stall-timeout", o.stall_timeout,
                   "Abort the job, naming the late ranks, when a collective waits longer than this (300s, 5m, 1h)")
       ->capture_default_str()->group(group);

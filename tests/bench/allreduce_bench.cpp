@@ -133,10 +133,10 @@ int main(int argc, char** argv) {
     else if (flag == "--batch") batch = std::stoi(value);
     else if (flag == "--steps") steps = std::stoi(value);
     else if (flag == "--bucket-mb") options.bucket_mb = std::stod(value);
-    else if (flag == "--overlap") options.overlap = value == "on";
+    else if (flag == "--overlap") options.overlap = value;
     else {
       std::fprintf(stderr, "usage: mpiexec -n N allreduce_bench [--ranks-per-node K] [--model M] [--batch B] "
-                           "[--steps S] [--bucket-mb MB] [--overlap on|off]\n");
+                           "[--steps S] [--bucket-mb MB] [--overlap auto|on|off]\n");
       return 2;
     }
   }

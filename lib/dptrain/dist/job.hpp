@@ -15,7 +15,7 @@ struct JobOptions {
   std::string allreduce = "auto";   // --allreduce auto|flat|hierarchical
   int ranks_per_node = 0;           // --ranks-per-node (0: from Slurm or the host name)
   double bucket_mb = 25;            // --bucket-mb
-  bool overlap = true;              // --overlap on|off
+  std::string overlap = "auto";     // --overlap auto|on|off
   std::string stall_timeout = "5m"; // --stall-timeout
 };
 
@@ -40,6 +40,7 @@ class Job {
   Topology topology_;
   std::unique_ptr<Communicator> communicator_;
   int compute_threads_ = 0;
+  bool overlap_ = true;
 };
 
 }  // namespace dptrain::dist
