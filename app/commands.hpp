@@ -13,6 +13,7 @@ Command add_inspect_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 
 }  // namespace dptrain::app

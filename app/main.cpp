@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   add(dptrain::app::add_bench_command);
   add(dptrain::app::add_data_command);
   add(dptrain::app::add_train_command);
+  add(dptrain::app::add_eval_command);
   add(dptrain::app::add_report_command);
 
   try {

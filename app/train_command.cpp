@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "broadcast_from_root.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/ckpt/preemption.hpp"
@@ -72,21 +73,6 @@ std::string configuration_json(const TrainOptions& o, int world_size) {
 
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
-
-// Rank 0 reads manifest.json and sends it to the others: thousands of ranks opening one file at once
-// is a metadata storm on a parallel file system.
-data::Manifest read_manifest(const std::string& directory, dist::Communicator& comm) {
-  std::string text;
-  std::int64_t length = 0;
-  if (comm.rank() == 0) {
-    text = data::Manifest::read(directory).to_json();
-    length = static_cast<std::int64_t>(text.size());
-  }
-  comm.broadcast(&length, sizeof length, 0);
-  text.resize(static_cast<std::size_t>(length));
-  comm.broadcast(text.data(), text.size(), 0);
-  return data::Manifest::parse(text, directory + "/manifest.json");
-}
 
 int run_train(const TrainOptions& o) {
   DPTRAIN_CHECK((o.epochs > 0) != (o.steps > 0), "give exactly one of --epochs and --steps");

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 
 #include "dptrain/core/check_mpi.hpp"
@@ -56,8 +57,10 @@ MpiSession::MpiSession() {
 }
 
 MpiSession::~MpiSession() {
-  // Nothing useful can be done about a failure while shutting down.
-  if (initialised_here_) MPI_Finalize();
+  // While an error unwinds (perhaps on this rank alone: rank 0 reading a checkpoint), MPI_Finalize
+  // would wait for ranks blocked in their next collective; MPI stays up so that main() ends the
+  // whole job with MPI_Abort. Nothing useful can be done about a failure while shutting down.
+  if (initialised_here_ && std::uncaught_exceptions() == 0) MPI_Finalize();
 }
 
 bool in_multi_rank_job() {

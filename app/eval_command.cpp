@@ -1,0 +1,184 @@
+// dptrain eval: scores a checkpoint (loss, top-1, top-5) on a split of a dataset, on one rank or many
+// (srun / mpiexec). Rank 0 reads and validates the checkpoint and broadcasts how to build the model
+// and then its weights; every rank scores its slice of each batch and the sums are reduced, so the
+// result does not depend on the number of ranks.
+#include <algorithm>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "broadcast_from_root.hpp"
+#include "commands.hpp"
+#include "distributed_options.hpp"
+#include "dptrain/ckpt/checkpoint_directory.hpp"
+#include "dptrain/ckpt/checkpoint_file.hpp"
+#include "dptrain/data/loader.hpp"
+#include "dptrain/dist/parameter_sync.hpp"
+#include "dptrain/net/models/registry.hpp"
+#include "dptrain/train/evaluation.hpp"
+#include "dptrain/train/trainer.hpp"
+#include "json_writer.hpp"
+
+namespace dptrain::app {
+namespace {
+struct EvalOptions {
+  std::string checkpoint, data, split = "validation", json;
+  int batch = 64, threads = 2;
+  dist::JobOptions dist;
+};
+
+// What every rank needs to build the checkpoint's model, as rank 0 read it.
+struct CheckpointModel {
+  std::string path, model;
+  std::int64_t step = 0;
+  int crop = 0;  // 0: the dataset's image size
+  bool aux_heads = true;
+  double label_smoothing = 0;  // the loss is the one training reported
+
+  std::string to_json() const {
+    return nlohmann::json{{"path", path}, {"model", model}, {"step", step}, {"crop", crop}, {"aux_heads", aux_heads},
+                          {"label_smoothing", label_smoothing}}.dump();
+  }
+  static CheckpointModel parse(const std::string& text) {
+    const auto j = nlohmann::json::parse(text);
+    CheckpointModel m;
+    m.path = j.at("path").get<std::string>();
+    m.model = j.at("model").get<std::string>();
+    m.step = j.at("step").get<std::int64_t>();
+    m.crop = j.at("crop").get<int>();
+    m.aux_heads = j.at("aux_heads").get<bool>();
+    m.label_smoothing = j.at("label_smoothing").get<double>();
+    return m;
+  }
+};
+
+CheckpointModel describe(const ckpt::TrainingState& state) {
+  CheckpointModel m;
+  m.path = state.source;
+  m.model = state.model;
+  m.step = state.progress.global_step;
+  // The configuration `dptrain train` stored; a field it lacks keeps the training default.
+  const auto c = nlohmann::json::parse(state.configuration, nullptr, false);
+  if (c.is_object()) {
+    m.crop = c.value("crop", 0);
+    m.aux_heads = c.value("aux_heads", true);
+    m.label_smoothing = c.value("label_smoothing", 0.0);
+  }
+  return m;
+}
+
+// A checkpoint of another class count differs from the net only in the first dimension of its
+// classifier's tensors: name the two counts instead of a tensor shape.
+void check_classes(const ckpt::TrainingState& state, Net& net, const data::Manifest& manifest,
+                   const std::string& directory) {
+  const int classes = manifest.class_count();
+  for (Parameter* p : net.parameters()) {
+    const Shape& mine = p->value.shape();
+    if (mine.rank() == 0 || mine[0] != classes) continue;
+    const auto saved = std::find_if(state.parameters.begin(), state.parameters.end(),
+                                    [&](const ckpt::NamedTensor& t) { return t.name == p->name; });
+    if (saved == state.parameters.end()) continue;
+    const Shape& theirs = saved->value.shape();
+    if (theirs.rank() != mine.rank() || theirs[0] == mine[0]) continue;
+    const bool only_classes = std::equal(mine.dims().begin() + 1, mine.dims().end(), theirs.dims().begin() + 1);
+    DPTRAIN_CHECK(!only_classes, "checkpoint ", state.source, " holds a ", state.model, " for ", theirs[0],
+                  " classes (its ", p->name, " is ", theirs.to_string(), "), but dataset '", manifest.name, "' in ",
+                  directory, " has ", classes, " classes; evaluate it on data with the classes it was trained on");
+  }
+}
+
+void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Manifest& manifest, int ranks,
+                const Evaluation& e) {
+  std::ofstream file(o.json);
+  DPTRAIN_CHECK(file.good(), "cannot write the evaluation result to '", o.json, "'");
+  JsonWriter j(file);
+  j.field("checkpoint", m.path).field("model", m.model).field("step", m.step).field("dataset", manifest.name);
+  j.field("data", o.data).field("split", o.split).field("world_size", ranks).field("batch_size", o.batch);
+  j.field("samples", e.samples).field("loss", e.loss).field("top1", e.top1).field("top5", e.top5);
+  j.field("seconds", e.seconds);
+  j.close();
+  file.flush();
+  DPTRAIN_CHECK(file.good(), "writing the evaluation result to '", o.json, "' failed");
+}
+
+int run_eval(const EvalOptions& o) {
+  dist::Job job(o.dist);
+  dist::Communicator& comm = job.communicator();
+  const data::Manifest manifest = read_manifest(o.data, comm);
+  manifest.split(o.split);  // an unknown split is an error naming the known ones, before any work
+
+  std::optional<ckpt::TrainingState> state;
+  std::string description;
+  if (job.is_root()) {
+    state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
+    description = describe(*state).to_json();
+  }
+  broadcast_text(description, comm);
+  const CheckpointModel m = CheckpointModel::parse(description);
+
+  auto backend = make_cpu_backend();
+  ModelConfig config;
+  config.batch = o.batch;
+  config.channels = manifest.channels;
+  config.image_size = m.crop > 0 ? m.crop : std::min(manifest.height, manifest.width);
+  config.classes = manifest.class_count();
+  config.aux_heads = m.aux_heads;
+  config.label_smoothing = static_cast<float>(m.label_smoothing);
+  auto net = build_model(m.model, *backend, config);
+  Trainer trainer(*net, TrainerConfig{});  // its optimizer only receives the checkpoint's momentum
+  if (state) {
+    check_classes(*state, *net, manifest, o.data);
+    ckpt::apply_state(*state, m.model, *net, trainer.optimizer());
+    state.reset();
+  }
+  dist::broadcast_parameters(*net, comm);  // the weights and batch-norm statistics; no momentum
+
+  data::LoaderConfig cfg;
+  cfg.split = o.split;
+  cfg.batch = o.batch;
+  cfg.rank = job.rank();
+  cfg.world_size = job.size();
+  cfg.training = false;
+  cfg.crop = config.image_size;
+  cfg.flip = false;
+  cfg.threads = o.threads;
+  data::Loader loader(manifest, o.data, cfg);
+  const Evaluation e = evaluate(*net, trainer, loader, comm);
+
+  if (job.is_root()) {
+    std::cout << std::left << std::setw(12) << "checkpoint" << m.path << "\n"
+              << std::setw(12) << "model" << m.model << " (" << config.image_size << "x" << config.image_size << "x"
+              << config.channels << ", " << config.classes << " classes)\n"
+              << std::setw(12) << "step" << m.step << "\n"
+              << std::setw(12) << "split" << o.split << " of " << manifest.name << " (" << o.data << "), "
+              << job.size() << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << o.batch << "\n"
+              << std::setw(12) << "samples" << e.samples << "\n"
+              << std::fixed << std::setprecision(4) << std::setw(12) << "loss" << e.loss << "\n"
+              << std::setw(12) << "top-1" << e.top1 << "\n"
+              << std::setw(12) << "top-5" << e.top5 << "\n"
+              << std::setprecision(1) << std::setw(12) << "seconds" << e.seconds << "\n";
+    if (!o.json.empty()) write_json(o, m, manifest, job.size(), e);
+  }
+  return 0;
+}
+}  // namespace
+
+Command add_eval_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("eval", "Score a checkpoint (loss, top-1, top-5) on a split of a dataset, on one "
+                                         "process or many (srun, mpiexec)");
+  auto o = std::make_shared<EvalOptions>();
+  cmd->add_option("--checkpoint", o->checkpoint, "A checkpoint (ckpt-*.h5) or checkpoint directory (its latest)")
+      ->required();
+  cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--split", o->split, "The split to score")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Data loading threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--json", o->json, "Also write the result as one JSON object to this file (rank 0)");
+  add_distributed_options(cmd, o->dist);
+  return [o] { return run_eval(*o); };
+}
+
+}  // namespace dptrain::app
