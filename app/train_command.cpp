@@ -159,15 +159,15 @@ int run_train(const TrainOptions& o) {
     eval_cfg.training = false;
     eval_loader.emplace(manifest, o.data, eval_cfg);
   }
-  TrainingLog log(comm, o.metrics, total_steps, global_batch);
-  log.out() << "dptrain train: " << o.model << " on " << manifest.name << " (" << train_split.samples << " images, "
+  TrainingLog log(comm, out, o.metrics, total_steps, global_batch);
+  out << "dptrain train: " << o.model << " on " << manifest.name << " (" << train_split.samples << " images, "
             << manifest.class_count() << " classes, " << model.image_size << "x" << model.image_size << "x"
             << manifest.channels << "), " << job.size() << " rank" << (job.size() == 1 ? "" : "s") << " x batch "
             << per_rank_batch << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch
             << " per epoch), lr " << trainer.schedule().base() << " (" << o.lr << " per 256), " << backend->name()
             << "\n";
   if (job.size() > 1) {
-    log.out() << "gradients: " << comm.name() << ", " << reducer.bucket_count() << " buckets of up to "
+    out << "gradients: " << comm.name() << ", " << reducer.bucket_count() << " buckets of up to "
               << o.dist.bucket_mb << " MB, overlap " << (job.reducer_config().overlap ? "on" : "off") << ", "
               << job.compute_threads() << " compute thread(s) per rank\n"
               << describe(job.topology());

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iomanip>
-#include <iostream>
 #include <vector>
 
 #include "dptrain/core/error.hpp"
@@ -10,17 +9,14 @@
 
 namespace dptrain::app {
 
-TrainingLog::TrainingLog(dist::Communicator& comm, const std::string& metrics_path, std::int64_t total_steps,
-                         int global_batch)
-    : comm_(comm), root_(comm.rank() == 0), total_steps_(total_steps), global_batch_(global_batch) {
+TrainingLog::TrainingLog(dist::Communicator& comm, std::ostream& out, const std::string& metrics_path,
+                         std::int64_t total_steps, int global_batch)
+    : comm_(comm), root_(comm.rank() == 0), out_(out), total_steps_(total_steps), global_batch_(global_batch) {
   if (root_ && !metrics_path.empty()) {
     metrics_.open(metrics_path);
     DPTRAIN_CHECK(metrics_.good(), metrics_path, ": cannot write the metrics file");
   }
-  null_.setstate(std::ios::badbit);  // writes to it are discarded
 }
-
-std::ostream& TrainingLog::out() { return root_ ? std::cout : null_; }
 
 void TrainingLog::record_step(const StepResult& r, int batch, double seconds, double data_wait) {
   loss_sum_ += r.loss;
@@ -52,7 +48,7 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
   double mean_step = 0;
   for (double s : step_seconds) mean_step += s / ranks;
 
-  std::ostream& o = out();
+  std::ostream& o = out_;
   o << "epoch " << epoch + 1 << "  step " << step << "/" << total_steps_ << "  loss " << std::fixed
     << std::setprecision(4) << loss << "  acc " << std::setprecision(3) << accuracy << "  " << std::setprecision(1)
     << rate << " img/s  data wait " << 100.0 * wait_fraction << "%";
@@ -77,7 +73,7 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
 }
 
 void TrainingLog::report_evaluation(std::int64_t epoch, std::int64_t step, const Evaluation& e) {
-  out() << "validation after epoch " << epoch + 1 << ": loss " << std::setprecision(4) << e.loss << "  top-1 "
+  out_ << "validation after epoch " << epoch + 1 << ": loss " << std::setprecision(4) << e.loss << "  top-1 "
         << std::setprecision(4) << e.top1 << "  top-5 " << e.top5 << "  (" << e.samples << " images, "
         << std::setprecision(1) << e.seconds << " s)\n";
   if (metrics_.is_open()) {
@@ -95,7 +91,7 @@ void TrainingLog::report_summary(const std::string& model, const std::string& da
   double wait = total_wait_;
   comm_.allreduce_sum(&wait, 1);
   wait /= comm_.size();
-  std::ostream& o = out();
+  std::ostream& o = out_;
   o << std::setprecision(1) << "trained " << steps << " steps in " << seconds << " s ("
     << static_cast<double>(images_) / seconds << " img/s on " << comm_.size() << " rank"
     << (comm_.size() == 1 ? "" : "s") << "); ";

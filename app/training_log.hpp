@@ -16,10 +16,9 @@ namespace dptrain::app {
 
 class TrainingLog {
  public:
-  TrainingLog(dist::Communicator& comm, const std::string& metrics_path, std::int64_t total_steps, int global_batch);
-
-  // Rank 0's stdout; a sink on the other ranks.
-  std::ostream& out();
+  // `out`: rank 0's stdout, a sink on the other ranks (the caller's, so its own lines go there too).
+  TrainingLog(dist::Communicator& comm, std::ostream& out, const std::string& metrics_path, std::int64_t total_steps,
+              int global_batch);
 
   // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader.
   void record_step(const StepResult& result, int batch, double seconds, double data_wait);
@@ -32,8 +31,8 @@ class TrainingLog {
  private:
   dist::Communicator& comm_;
   bool root_;
+  std::ostream& out_;
   std::ofstream metrics_;
-  std::ofstream null_;
   std::int64_t total_steps_;
   int global_batch_;
   // The window since the last report, this rank's share.
