@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dptrain/backend/specs.hpp"
+#include "dptrain/core/precision.hpp"
 #include "dptrain/core/tensor.hpp"
 
 namespace dptrain {
@@ -91,11 +92,33 @@ class DropoutPlan {
   virtual void backward(const Tensor& dy, Tensor& dx) = 0;
 };
 
+// A point in a backend's queue of work. wait() blocks the calling thread until everything queued
+// before the fence is done: the gradient reducer's communication thread waits on one before it sums a
+// bucket the compute stream filled. The CPU backend works synchronously, so it has no fences.
+class Fence {
+ public:
+  virtual ~Fence() = default;
+  virtual void wait() = 0;
+};
+
+// Moves the next batch's images to the device while the current step computes. stage() starts the
+// transfer of a host batch (a GPU copies it into page-locked memory and from there on a copy stream);
+// finish() makes the work queued after it see the staged images in `images` (converted to the
+// activation type). One batch in flight: stage, finish, stage, finish...
+class InputStager {
+ public:
+  virtual ~InputStager() = default;
+  virtual void stage(const Tensor& host_images) = 0;
+  virtual void finish(Tensor& images) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual Device device() const = 0;
+  // The arithmetic of activations (allocate_activation's element type); parameters stay f32.
+  virtual Precision precision() const { return Precision::fp32; }
 
   virtual std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec&) = 0;
   virtual std::unique_ptr<PoolingPlan> make_pooling(const PoolingSpec&) = 0;
@@ -109,10 +132,12 @@ class Backend {
 
   // Memory on this backend's device, plain layout.
   virtual Tensor allocate(Shape shape, DType dtype = DType::f32) = 0;
-  // An f32 activation or activation gradient, in the layout this backend's kernels read fastest
+  // An activation or activation gradient (of dtype activation_dtype(precision())), in the layout this backend's kernels read fastest
   // (blocked8 where possible on the CPU). The layers' plans accept any layout; this one costs no reorder.
   virtual Tensor allocate_activation(Shape shape) = 0;
-  virtual Tensor to_host(const Tensor& t) = 0;          // a host copy, plain layout
+  // A host copy, plain layout; a bf16/f16 tensor comes back as f32 (the host never computes in 16 bits).
+  virtual Tensor to_host(const Tensor& t) = 0;
+  // From a plain host tensor of t's element type, or from f32 into a bf16/f16 tensor (converted).
   virtual void copy_from_host(const Tensor& host, Tensor& t) = 0;
 
   // Element-wise ops on tensors of this device (same element count and layout; copy also converts
@@ -123,6 +148,15 @@ class Backend {
   virtual void axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;       // y = alpha x + beta y
   // One SGD step on one parameter (fp32): g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
   virtual void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& hyper) = 0;
+
+  // Multiplies every tensor (f32) by `factor` and tells whether all their elements are finite, in one
+  // host read: the loss scaler's unscale-and-check of the reduced gradients.
+  virtual bool scale_and_check_finite(std::span<Tensor* const> tensors, float factor) = 0;
+
+  // A fence after the work queued so far; nullptr when the backend finishes every op before it returns.
+  virtual std::unique_ptr<Fence> fence() { return nullptr; }
+  // For input batches of `shape` (host f32, plain).
+  virtual std::unique_ptr<InputStager> make_input_stager(const Shape& shape) = 0;
 
   // The device's practical fp32 peak in GFLOP/s, measured now with a large matrix multiply (oneDNN's
   // sgemm, cuBLAS's SGEMM): the reference a benchmark's efficiency is a ratio to.

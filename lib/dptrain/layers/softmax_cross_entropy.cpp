@@ -33,7 +33,7 @@ void SoftmaxCrossEntropy::backward(std::span<const Tensor* const> inputs, const 
   if (dinputs[0] == nullptr) return;
   check_shape(*dinputs[0], logits_shape_, who(), "logits gradient");
   Tensor dlogits = dinputs[0]->reshaped(spec_.logits);
-  plan_->backward(probabilities_, *inputs[1], loss_weight_, dlogits);
+  plan_->backward(probabilities_, *inputs[1], loss_weight_ * loss_scale_, dlogits);
 }
 
 }  // namespace dptrain

@@ -16,6 +16,9 @@ class SoftmaxCrossEntropy final : public Layer {
                 std::span<Tensor* const> dinputs) override;
 
   float loss_weight() const { return loss_weight_; }
+  // Multiplies the gradient the backward pass starts from (loss scaling for fp16): the forward's
+  // loss is not scaled.
+  void set_loss_scale(float scale) { loss_scale_ = scale; }
   // Softmax of the latest forward's logits, [N, classes]: for accuracy.
   const Tensor& probabilities() const { return probabilities_; }
 
@@ -23,6 +26,7 @@ class SoftmaxCrossEntropy final : public Layer {
   SoftmaxCrossEntropySpec spec_;
   Shape logits_shape_, labels_shape_;
   float loss_weight_;
+  float loss_scale_ = 1.f;
   std::unique_ptr<SoftmaxCrossEntropyPlan> plan_;
   Tensor probabilities_;
 };

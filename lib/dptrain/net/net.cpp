@@ -5,7 +5,11 @@
 namespace dptrain {
 
 double Net::forward(const PassContext& ctx) {
-  double total = 0;
+  run_forward(ctx);
+  return total_loss();
+}
+
+void Net::run_forward(const PassContext& ctx) {
   std::vector<const Tensor*> in;
   for (std::size_t i = 2; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
@@ -13,12 +17,24 @@ double Net::forward(const PassContext& ctx) {
     in.clear();
     for (int j : node.inputs) in.push_back(&nodes_[static_cast<std::size_t>(j)].output);
     node.layer->forward(ctx, in, node.output);
-    if (node.is_loss) {
-      const auto& loss = static_cast<const SoftmaxCrossEntropy&>(*node.layer);
-      total += loss.loss_weight() * static_cast<double>(backend_->to_host(node.output).data<float>()[0]);
-    }
+  }
+  last_training_ = ctx.training;
+}
+
+double Net::total_loss() const {
+  double total = 0;
+  for (const Node& node : nodes_) {
+    if (!node.is_loss || (node.training_only && !last_training_)) continue;
+    const auto& loss = static_cast<const SoftmaxCrossEntropy&>(*node.layer);
+    total += loss.loss_weight() * static_cast<double>(backend_->to_host(node.output).data<float>()[0]);
   }
   return total;
+}
+
+void Net::set_loss_scale(float scale) {
+  for (Node& node : nodes_) {
+    if (node.is_loss) static_cast<SoftmaxCrossEntropy&>(*node.layer).set_loss_scale(scale);
+  }
 }
 
 void Net::backward() {

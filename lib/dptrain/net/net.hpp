@@ -25,8 +25,14 @@ class Net {
 
   // Runs the forward pass and returns the weighted sum of the losses (read on the host).
   double forward(const PassContext& ctx);
-  // Backward from the losses; parameter gradients are written (not accumulated).
+  // The forward pass without reading anything back: on a GPU the host only queues the work.
+  void run_forward(const PassContext& ctx);
+  // The weighted sum of the losses of the latest forward (waits for the device).
+  double total_loss() const;
+  // Backward from the losses; parameter gradients are written (not accumulated), multiplied by the
+  // loss scale.
   void backward();
+  void set_loss_scale(float scale);
   void on_gradient_ready(GradientReady listener) { gradient_ready_ = std::move(listener); }
 
   // The main classifier's probabilities [N, classes] from the latest forward.
@@ -59,6 +65,7 @@ class Net {
   Backend* backend_ = nullptr;
   std::vector<Node> nodes_;
   int main_loss_ = -1;
+  bool last_training_ = true;  // whether the latest forward ran the training-only nodes
   std::vector<Tensor> scratch_;  // per node: where a second consumer's gradient lands before summing
   GradientReady gradient_ready_;
 };

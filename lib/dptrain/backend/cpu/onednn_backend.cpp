@@ -1,6 +1,7 @@
 // The CPU backend: oneDNN primitives for the compute-heavy ops, plain loops for the rest.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "dptrain/backend/cpu/plans.hpp"
@@ -37,6 +38,27 @@ double measure_sgemm_gflops() {
   }
   return best;
 }
+
+// On the CPU the batch is already where the compute reads it: stage() keeps a reference to the host
+// batch, finish() copies it into the net's input (converting to the blocked layout if that is used).
+class HostInputStager final : public InputStager {
+ public:
+  HostInputStager(Backend& backend, Shape shape) : backend_(backend), shape_(std::move(shape)) {}
+  void stage(const Tensor& host_images) override {
+    check_shape(host_images, shape_, "input stager", "batch");
+    staged_ = host_images;
+  }
+  void finish(Tensor& images) override {
+    DPTRAIN_CHECK(staged_.defined() && staged_.numel() > 0, "input stager: finish() without a staged batch");
+    backend_.copy_from_host(staged_, images);
+    staged_ = Tensor();
+  }
+
+ private:
+  Backend& backend_;
+  Shape shape_;
+  Tensor staged_;
+};
 
 class OneDnnBackend final : public Backend {
  public:
@@ -116,6 +138,23 @@ class OneDnnBackend final : public Backend {
       v[i] = h.momentum * v[i] + decayed;
       w[i] -= h.learning_rate * (h.nesterov ? decayed + h.momentum * v[i] : v[i]);
     }
+  }
+
+  bool scale_and_check_finite(std::span<Tensor* const> tensors, float factor) override {
+    bool finite = true;
+    for (Tensor* t : tensors) {
+      float* p = t->elements<float>();
+      const std::int64_t count = t->numel();
+      for (std::int64_t i = 0; i < count; ++i) {
+        p[i] *= factor;
+        finite = finite && std::isfinite(p[i]);
+      }
+    }
+    return finite;
+  }
+
+  std::unique_ptr<InputStager> make_input_stager(const Shape& shape) override {
+    return std::make_unique<HostInputStager>(*this, shape);
   }
 
   double measure_peak_gflops() override { return measure_sgemm_gflops(); }

@@ -4,11 +4,22 @@
 
 #include <algorithm>
 
+#include "dptrain/backend/cuda/input_stager.hpp"
 #include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/precision_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 
 namespace dptrain::cuda {
 namespace {
+class CudaFence final : public Fence {
+ public:
+  explicit CudaFence(cudaStream_t stream) { event_.record(stream); }
+  void wait() override { event_.synchronize(); }
+
+ private:
+  Event event_;
+};
+
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int device) : ctx_(std::make_shared<CudaContext>(device)) {}
@@ -98,6 +109,25 @@ class CudaBackend final : public Backend {
                         h.learning_rate, h.momentum, h.weight_decay, h.nesterov, ctx_->stream());
   }
 
+  bool scale_and_check_finite(std::span<Tensor* const> tensors, float factor) override {
+    if (!nonfinite_.defined()) nonfinite_ = ctx_->allocate(Shape{1}, DType::i32);
+    CUDA_CHECK(cudaMemsetAsync(nonfinite_.raw(), 0, sizeof(int), ctx_->stream()));
+    int* flag = static_cast<int*>(nonfinite_.raw());
+    for (Tensor* t : tensors) {
+      check_float(*t, "scale_and_check_finite");
+      kernels::scale_and_flag_nonfinite(device_floats(*t), t->numel(), factor, flag, ctx_->stream());
+    }
+    int host_flag = 0;
+    CUDA_CHECK(cudaMemcpyAsync(&host_flag, flag, sizeof host_flag, cudaMemcpyDeviceToHost, ctx_->stream()));
+    CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
+    return host_flag == 0;
+  }
+
+  std::unique_ptr<Fence> fence() override { return std::make_unique<CudaFence>(ctx_->stream()); }
+  std::unique_ptr<InputStager> make_input_stager(const Shape& shape) override {
+    return cuda::make_input_stager(ctx_, shape);
+  }
+
   // Best of several cuBLAS SGEMMs (FMA math, no TF32: the fp32 peak), timed with events on our stream.
   double measure_peak_gflops() override {
     constexpr int n = 4096;
@@ -150,6 +180,7 @@ class CudaBackend final : public Backend {
   }
 
   CudaContextPtr ctx_;
+  Tensor nonfinite_;  // the overflow flag of scale_and_check_finite
 };
 
 CudaBackend& as_cuda(Backend& backend) {

@@ -1,0 +1,67 @@
+#include "dptrain/backend/cuda/input_stager.hpp"
+
+#include <cstring>
+
+#include "dptrain/backend/cuda/precision_kernels.hpp"
+#include "dptrain/backend/cuda/streams.hpp"
+
+namespace dptrain::cuda {
+namespace {
+class CudaInputStager final : public InputStager {
+ public:
+  CudaInputStager(CudaContextPtr ctx, const Shape& shape)
+      : ctx_(std::move(ctx)),
+        shape_(shape),
+        pinned_(static_cast<std::size_t>(shape.numel()) * sizeof(float)),
+        staging_(ctx_->allocate(shape, DType::f32)) {
+    // Nothing has used the staging buffer yet: the first stage() must not wait for a consumer.
+    consumed_.record(ctx_->stream());
+  }
+  ~CudaInputStager() override { cudaStreamSynchronize(copy_stream_.get()); }
+
+  void stage(const Tensor& host_images) override {
+    DPTRAIN_CHECK(!staged_, "input stager: stage() twice without finish()");
+    DPTRAIN_CHECK(host_images.device().is_cpu() && host_images.layout() == Layout::plain &&
+                      host_images.dtype() == DType::f32,
+                  "input stager: the batch must be a plain f32 host tensor");
+    check_shape(host_images, shape_, "input stager", "batch");
+    // The previous transfer out of the pinned buffer must be over before it is overwritten; it was
+    // queued a whole step ago, so this wait is normally already satisfied.
+    copied_.synchronize();
+    std::memcpy(pinned_.data(), host_images.raw(), host_images.bytes());
+    // The compute stream must have finished reading the staging buffer of the previous batch.
+    consumed_.make_wait(copy_stream_.get());
+    CUDA_CHECK(cudaMemcpyAsync(staging_.raw(), pinned_.data(), host_images.bytes(), cudaMemcpyHostToDevice,
+                               copy_stream_.get()));
+    copied_.record(copy_stream_.get());
+    staged_ = true;
+  }
+
+  void finish(Tensor& images) override {
+    DPTRAIN_CHECK(staged_, "input stager: finish() without a staged batch");
+    DPTRAIN_CHECK(images.device() == Device::cuda(ctx_->device()) && images.layout() == Layout::plain &&
+                      images.numel() == shape_.numel(),
+                  "input stager: the input tensor ", images.shape().to_string(), " on ",
+                  images.device().to_string(), " does not take a batch of ", shape_.to_string());
+    copied_.make_wait(ctx_->stream());
+    kernels::convert(staging_.raw(), DType::f32, images.raw(), images.dtype(), images.numel(), ctx_->stream());
+    consumed_.record(ctx_->stream());
+    staged_ = false;
+  }
+
+ private:
+  CudaContextPtr ctx_;
+  Shape shape_;
+  Stream copy_stream_;
+  PinnedBuffer pinned_;
+  Tensor staging_;
+  Event copied_, consumed_;
+  bool staged_ = false;
+};
+}  // namespace
+
+std::unique_ptr<InputStager> make_input_stager(const CudaContextPtr& ctx, const Shape& shape) {
+  return std::make_unique<CudaInputStager>(ctx, shape);
+}
+
+}  // namespace dptrain::cuda
