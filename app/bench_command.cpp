@@ -8,12 +8,10 @@
 #include <iomanip>
 #include <iostream>
 
+#include "backend_options.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/dist/parameter_sync.hpp"
-#if DPTRAIN_HAVE_CUDA
-#include "dptrain/backend/cuda/cuda_backend.hpp"
-#endif
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
@@ -32,34 +30,16 @@ struct BenchOptions {
   std::uint64_t seed = 1;
   std::string json;
   dist::JobOptions dist;
-  std::string backend = "cpu";
-  int device = 0;
+  BackendOptions device;
 };
 
-std::unique_ptr<Backend> make_backend(const BenchOptions& o) {
-  if (o.backend == "cpu") return make_cpu_backend();
-#if DPTRAIN_HAVE_CUDA
-  return make_cuda_backend(o.device);
-#else
-  throw Error("this dptrain was built without the CUDA backend; rebuild with the 'cuda' preset or use --backend cpu");
-#endif
-}
-
-// The device memory the caching allocator handed out at most during the timed steps, in MiB (0 on the CPU).
-double peak_device_mib([[maybe_unused]] Backend& backend) {
-#if DPTRAIN_HAVE_CUDA
-  if (!backend.device().is_cpu()) return static_cast<double>(cuda::memory_stats(backend).peak_in_use) / (1 << 20);
-#endif
-  return 0;
-}
-
 int run_bench(const BenchOptions& o) {
-  dist::Job job(o.dist);
+  dist::Job job(o.dist, visible_devices(o.device));
   dist::Communicator& comm = job.communicator();
   const int ranks = job.size(), global_batch = o.batch * ranks;
   std::ostream discard(nullptr);  // the other ranks print nothing
   std::ostream& out = job.is_root() ? std::cout : discard;
-  auto backend = make_backend(o);
+  auto backend = make_backend(o.device, job);
   ModelConfig config;
   config.batch = o.batch;
   config.image_size = o.image_size;
@@ -71,9 +51,12 @@ int run_bench(const BenchOptions& o) {
   trainer_config.schedule.kind = ScheduleKind::constant;
   trainer_config.schedule.lr_per_256 = 0.01;
   trainer_config.schedule.global_batch = global_batch;
+  trainer_config.loss_scale = loss_scale_config(o.device);
   Trainer trainer(*net, trainer_config);
   dist::broadcast_parameters(*net, comm);
-  dist::GradientReducer reducer(*backend, comm, net->parameters(), job.reducer_config());
+  const std::unique_ptr<dist::Communicator> gradient_comm = make_gradient_communicator(*backend, job);
+  dist::GradientReducer reducer(*backend, gradient_comm ? *gradient_comm : comm, net->parameters(),
+                                job.reducer_config());
   reducer.attach(*net);
   trainer.set_gradient_sync([&] { reducer.synchronize(); });
   // One synthetic batch per rank, reused: the benchmark measures compute, not data generation.
@@ -82,9 +65,9 @@ int run_bench(const BenchOptions& o) {
 
   const int size = static_cast<int>(net->image_shape()[2]);
   out << "dptrain bench: " << o.model << ", " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << o.batch
-      << ", " << size << "x" << size << ", " << backend->name() << ", " << o.warmup << " warm-up + " << o.steps
+      << ", " << size << "x" << size << ", " << backend->name() << ", " << o.device.precision << ", " << o.warmup << " warm-up + " << o.steps
       << " timed steps\n";
-  if (ranks > 1) out << "gradients: " << comm.name() << ", " << reducer.bucket_count() << " buckets\n";
+  if (ranks > 1) out << "gradients: " << (gradient_comm ? gradient_comm->name() : comm.name()) << ", " << reducer.bucket_count() << " buckets\n";
   std::vector<double> step_seconds;
   dist::ReducerStats before;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
@@ -120,15 +103,20 @@ int run_bench(const BenchOptions& o) {
             << "GFLOP/s:    " << achieved << " achieved (3 x " << std::setprecision(3)
             << net->flops_per_sample() / 1e9 << " GFLOP forward per image), " << std::setprecision(2) << peak
             << " peak (sgemm, same run): " << std::setprecision(1) << 100.0 * achieved / peak << "% of peak\n";
+  if (trainer.loss_scaler().enabled()) {
+    out << "loss scale: " << trainer.loss_scaler().scale() << " (" << trainer.loss_scaler().skipped_steps()
+        << " steps skipped on overflow)\n";
+  }
   if (memory_mib > 0) std::cout << "GPU memory: " << std::setprecision(0) << memory_mib << " MiB peak in use\n";
   if (!o.json.empty()) {
     std::ofstream file(o.json);
     DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
     JsonWriter j(file);
-    j.field("model", o.model).field("backend", backend->name()).field("batch_size", o.batch);
+    j.field("model", o.model).field("backend", backend->name()).field("precision", o.device.precision);
+    j.field("batch_size", o.batch);
     j.field("image_size", size).field("world_size", ranks).field("global_batch", global_batch);
     j.field("steps", o.steps).field("warmup", o.warmup);
-    j.field("allreduce", comm.name()).field("communication_hidden_fraction", hidden);
+    j.field("allreduce", gradient_comm ? gradient_comm->name() : comm.name()).field("communication_hidden_fraction", hidden);
     j.field("images_per_sec", rate.mean).field("images_per_sec_stderr", rate.stderr_of_mean);
     j.field("images_per_sec_min", rate.min).field("images_per_sec_max", rate.max);
     j.field("gflops_achieved", achieved).field("gflops_peak", peak).field("efficiency", achieved / peak);
@@ -155,11 +143,7 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the weights and the synthetic data")->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the result as JSON to this file (rank 0)");
   add_distributed_options(cmd, o->dist);
-    cmd->add_option("--backend", o->backend, "Where to run: cpu (oneDNN) or cuda (cuDNN, cuBLAS)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
-      ->capture_default_str();
-  cmd->add_option("--device", o->device, "GPU ordinal for --backend cuda")->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  add_backend_options(cmd, o->device, true);
   return [o] { return run_bench(*o); };
 }
 

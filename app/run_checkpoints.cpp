@@ -1,5 +1,6 @@
 #include "run_checkpoints.hpp"
 
+#include <bit>
 #include <iomanip>
 #include <iostream>
 
@@ -28,7 +29,7 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, dist::Communicator& co
 
 std::optional<ckpt::Progress> RunCheckpoints::locate() {
   // What rank 0 found: whether to resume, and the progress fields every rank needs.
-  std::int64_t found[6] = {0, 0, 0, 0, 0, 0};
+  std::int64_t found[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   if (comm_.rank() == 0 && options_.resume != "none") {
     if (options_.resume == "auto") {
       if (!options_.directory.empty()) {
@@ -50,6 +51,8 @@ std::optional<ckpt::Progress> RunCheckpoints::locate() {
       found[3] = p.samples_in_epoch;
       found[4] = p.global_batch;
       found[5] = p.world_size;
+      found[6] = std::bit_cast<std::int64_t>(p.loss_scale);
+      found[7] = p.loss_scale_clean_steps;
     }
   }
   comm_.broadcast(found, sizeof found, 0);
@@ -60,6 +63,8 @@ std::optional<ckpt::Progress> RunCheckpoints::locate() {
   progress.samples_in_epoch = found[3];
   progress.global_batch = found[4];
   progress.world_size = found[5];
+  progress.loss_scale = std::bit_cast<double>(found[6]);
+  progress.loss_scale_clean_steps = found[7];
   return progress;
 }
 

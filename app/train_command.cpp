@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend_options.hpp"
 #include "broadcast_from_root.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
@@ -40,6 +41,7 @@ struct TrainOptions {
   std::uint64_t seed = 1;
   bool batch_given = false;  // --batch-size on the command line (a resume keeps the global batch otherwise)
   dist::JobOptions dist;
+  BackendOptions device;
   CheckpointOptions checkpoints;
 };
 
@@ -65,6 +67,9 @@ std::string configuration_json(const TrainOptions& o, int world_size) {
   j["pad"] = o.pad;
   j["flip"] = o.flip;
   j["seed"] = o.seed;
+  j["backend"] = o.device.backend;
+  j["precision"] = o.device.precision;
+  j["loss_scale"] = o.device.loss_scale;
   j["allreduce"] = o.dist.allreduce;
   j["bucket_mb"] = o.dist.bucket_mb;
   j["checkpoint_every"] = o.checkpoints.every;
@@ -76,7 +81,7 @@ double since(clock::time_point t) { return std::chrono::duration<double>(clock::
 
 int run_train(const TrainOptions& o) {
   DPTRAIN_CHECK((o.epochs > 0) != (o.steps > 0), "give exactly one of --epochs and --steps");
-  dist::Job job(o.dist);
+  dist::Job job(o.dist, visible_devices(o.device));
   dist::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
   const data::SplitInfo& train_split = manifest.split("train");
@@ -95,7 +100,7 @@ int run_train(const TrainOptions& o) {
   }
   const int global_batch = per_rank_batch * job.size();
 
-  auto backend = make_cpu_backend();
+  auto backend = make_backend(o.device, job);
   ModelConfig model;
   model.batch = per_rank_batch;
   model.channels = manifest.channels;
@@ -127,6 +132,7 @@ int run_train(const TrainOptions& o) {
   TrainerConfig tc;
   tc.seed = o.seed;
   tc.sgd = SgdConfig{o.momentum, o.weight_decay, o.nesterov, false};
+  tc.loss_scale = loss_scale_config(o.device);
   tc.schedule.kind = parse_schedule(o.schedule);
   tc.schedule.lr_per_256 = o.lr;
   tc.schedule.global_batch = global_batch;
@@ -139,6 +145,7 @@ int run_train(const TrainOptions& o) {
   if (resume) {
     checkpoints.restore(o.model, *net, trainer.optimizer());
     trainer.set_global_step(resume->global_step);
+    trainer.loss_scaler().restore({resume->loss_scale, resume->loss_scale_clean_steps});
     train_loader.seek(resume->epoch, resume->samples_in_epoch);
     first_step = resume->global_step;
     out << "resuming from " << checkpoints.resumed_from() << ": step " << resume->global_step << ", epoch "
@@ -148,7 +155,10 @@ int run_train(const TrainOptions& o) {
     DPTRAIN_CHECK(first_step < total_steps, "the checkpoint is at step ", first_step, ", which is not before the last "
                   "step ", total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
   }
-  dist::GradientReducer reducer(*backend, comm, net->parameters(), job.reducer_config());
+  // Gradients go through NCCL on GPUs; metrics, checkpoints and control stay on the host communicator.
+  const std::unique_ptr<dist::Communicator> gradient_comm = make_gradient_communicator(*backend, job);
+  dist::GradientReducer reducer(*backend, gradient_comm ? *gradient_comm : comm, net->parameters(),
+                                job.reducer_config());
   reducer.attach(*net);
   trainer.set_gradient_sync([&] { reducer.synchronize(); });
 
@@ -160,14 +170,18 @@ int run_train(const TrainOptions& o) {
     eval_loader.emplace(manifest, o.data, eval_cfg);
   }
   TrainingLog log(comm, out, o.metrics, total_steps, global_batch);
+  log.set_run_info(o.device.backend, o.device.precision);
+  log.watch_loss_scaler(&trainer.loss_scaler());
+  if (!backend->device().is_cpu()) log.watch_device_memory([&] { return peak_device_mib(*backend); });
   out << "dptrain train: " << o.model << " on " << manifest.name << " (" << train_split.samples << " images, "
             << manifest.class_count() << " classes, " << model.image_size << "x" << model.image_size << "x"
             << manifest.channels << "), " << job.size() << " rank" << (job.size() == 1 ? "" : "s") << " x batch "
             << per_rank_batch << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch
             << " per epoch), lr " << trainer.schedule().base() << " (" << o.lr << " per 256), " << backend->name()
-            << "\n";
+            << ", " << o.device.precision << "\n";
+  if (trainer.loss_scaler().enabled()) out << "loss scaling: " << describe(tc.loss_scale) << "\n";
   if (job.size() > 1) {
-    out << "gradients: " << comm.name() << ", " << reducer.bucket_count() << " buckets of up to "
+    out << "gradients: " << (gradient_comm ? gradient_comm->name() : comm.name()) << ", " << reducer.bucket_count() << " buckets of up to "
               << o.dist.bucket_mb << " MB, overlap " << (job.reducer_config().overlap ? "on" : "off") << ", "
               << job.compute_threads() << " compute thread(s) per rank\n"
               << describe(job.topology());
@@ -176,16 +190,32 @@ int run_train(const TrainOptions& o) {
   const auto start = clock::now();
   Evaluation last_eval;
   const std::int64_t samples_per_epoch = steps_per_epoch * global_batch;
-  for (std::int64_t step = first_step; step < total_steps; ++step) {
+  // The next batch is fetched and its transfer started while the device computes the current step
+  // (after the update is queued, before the loss is read back), so a GPU never waits for a copy.
+  const std::unique_ptr<InputStager> stager = backend->make_input_stager(net->image_shape());
+  double wait = 0;
+  data::Batch batch, upcoming;
+  auto fetch = [&](data::Batch& into) {
+    const auto t = clock::now();
+    into = train_loader.next();
+    wait += since(t);
+    stager->stage(into.images);
+  };
+  if (first_step < total_steps) fetch(batch);
+  double first_wait = wait;  // before the first step's clock starts: added to that step
+  std::int64_t step = first_step;
+  trainer.set_before_loss_read([&] {
+    if (step + 1 < total_steps) fetch(upcoming);
+  });
+  for (; step < total_steps; ++step) {
     const auto step_start = clock::now();
-    data::Batch batch = train_loader.next();
-    const double wait = since(step_start);
-    backend->copy_from_host(batch.images, net->images());
+    stager->finish(net->images());
     std::copy_n(batch.labels.data<std::int32_t>(), batch.labels.numel(), net->labels().data<std::int32_t>());
     const StepResult r = trainer.step(batch.epoch, batch.first_sample);
     DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
                   "; lower --lr or check the data");
-    log.record_step(r, per_rank_batch, since(step_start), wait);
+    log.record_step(r, per_rank_batch, since(step_start) + first_wait, wait);
+    wait = first_wait = 0;
     // Where the next step starts: the position is global, so a resume on any number of ranks
     // continues with the next sample.
     ckpt::Progress progress;
@@ -201,6 +231,8 @@ int run_train(const TrainOptions& o) {
     progress.global_batch = global_batch;
     progress.world_size = job.size();
     progress.schedule = tc.schedule;
+    progress.loss_scale = trainer.loss_scaler().state().scale;
+    progress.loss_scale_clean_steps = trainer.loss_scaler().state().clean_steps;
     if ((step + 1) % o.log_every == 0 || step + 1 == total_steps || epoch_end) {
       log.report_window(batch.epoch, step + 1, r.learning_rate, reducer.stats());
     }
@@ -211,6 +243,7 @@ int run_train(const TrainOptions& o) {
     const RunCheckpoints::Next next = checkpoints.after_step(step + 1, step + 1 == total_steps);
     if (next != RunCheckpoints::Next::train) checkpoints.write(o.model, *net, trainer.optimizer(), progress, configuration);
     if (next == RunCheckpoints::Next::checkpoint_and_stop) return ckpt::kExitPreempted;
+    batch = std::move(upcoming);
   }
   const double seconds = since(start);
   log.report_summary(o.model, manifest.name, per_rank_batch, total_steps - first_step, seconds, eval_loader ? &last_eval : nullptr,
@@ -249,6 +282,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--seed", o->seed, "Seed of the weights, the sample order and augmentation")->capture_default_str();
   cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)");
   cmd->add_option("--log-every", o->log_every, "Print a line every this many steps")->check(CLI::PositiveNumber)->capture_default_str();
+  add_backend_options(cmd, o->device, true);
   add_distributed_options(cmd, o->dist);
   const char* group = "Checkpoints";
   CheckpointOptions& c = o->checkpoints;

@@ -18,6 +18,11 @@ TrainingLog::TrainingLog(dist::Communicator& comm, std::ostream& out, const std:
   }
 }
 
+void TrainingLog::set_run_info(std::string backend, std::string precision) {
+  backend_ = std::move(backend);
+  precision_ = std::move(precision);
+}
+
 void TrainingLog::record_step(const StepResult& r, int batch, double seconds, double data_wait) {
   loss_sum_ += r.loss;
   correct_ += static_cast<double>(r.top1);
@@ -48,6 +53,9 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
   double mean_step = 0;
   for (double s : step_seconds) mean_step += s / ranks;
 
+  double memory_mib = device_memory_ ? device_memory_() : -1;
+  if (device_memory_) comm_.allreduce(&memory_mib, 1, dist::ElementType::f64, dist::ReduceOp::max);
+
   std::ostream& o = out_;
   o << "epoch " << epoch + 1 << "  step " << step << "/" << total_steps_ << "  loss " << std::fixed
     << std::setprecision(4) << loss << "  acc " << std::setprecision(3) << accuracy << "  " << std::setprecision(1)
@@ -57,6 +65,10 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
       << slowest << " (+" << std::setprecision(0) << 100.0 * (step_seconds[static_cast<std::size_t>(slowest)] / mean_step - 1)
       << "%)";
   }
+  if (scaler_ && scaler_->enabled()) {
+    o << "  loss scale " << std::setprecision(0) << scaler_->scale() << " (" << scaler_->skipped_steps() << " skipped)";
+  }
+  if (memory_mib >= 0) o << "  GPU " << std::setprecision(0) << memory_mib << " MiB";
   o << "  lr " << std::setprecision(5) << learning_rate << "  eta " << std::setprecision(0) << eta << " s\n";
   if (metrics_.is_open()) {
     JsonWriter j(metrics_);
@@ -65,6 +77,10 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
     j.field("communication_wait_fraction", exposed / std::max(seconds_, 1e-12)).field("learning_rate", learning_rate);
     j.field("world_size", ranks).field("slowest_rank", static_cast<std::int64_t>(slowest));
     j.field("step_seconds_per_rank", step_seconds);
+    if (scaler_ && scaler_->enabled()) {
+      j.field("loss_scale", static_cast<double>(scaler_->scale())).field("skipped_steps", scaler_->skipped_steps());
+    }
+    if (memory_mib >= 0) j.field("gpu_memory_peak_mib", memory_mib);
     j.close();
   }
   loss_sum_ = correct_ = samples_ = seconds_ = wait_ = 0;
@@ -106,6 +122,8 @@ void TrainingLog::report_summary(const std::string& model, const std::string& da
     JsonWriter j(metrics_);
     j.field("type", "summary").field("model", model).field("dataset", dataset).field("batch_size", batch);
     j.field("global_batch", global_batch_).field("world_size", comm_.size()).field("steps", steps);
+    j.field("backend", backend_).field("precision", precision_);
+    if (scaler_ && scaler_->enabled()) j.field("skipped_steps", scaler_->skipped_steps());
     j.field("seconds", seconds).field("images_per_sec_overall", static_cast<double>(images_) / seconds);
     j.field("communication_seconds", comm_stats.communication_seconds);
     j.field("communication_hidden_fraction", comm_stats.hidden_fraction());

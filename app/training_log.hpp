@@ -4,6 +4,7 @@
 // rank's step time is gathered so that one slow rank (a bad node, a throttled GPU) shows.
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <iosfwd>
 #include <string>
 
@@ -19,6 +20,12 @@ class TrainingLog {
   // `out`: rank 0's stdout, a sink on the other ranks (the caller's, so its own lines go there too).
   TrainingLog(dist::Communicator& comm, std::ostream& out, const std::string& metrics_path, std::int64_t total_steps,
               int global_batch);
+
+  // What the window lines add when given: the backend and precision (summary JSON), the device memory
+  // at its peak (the largest over the ranks), and the loss scale with the steps it skipped.
+  void set_run_info(std::string backend, std::string precision);
+  void watch_device_memory(std::function<double()> peak_mib) { device_memory_ = std::move(peak_mib); }
+  void watch_loss_scaler(const LossScaler* scaler) { scaler_ = scaler; }
 
   // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader.
   void record_step(const StepResult& result, int batch, double seconds, double data_wait);
@@ -41,6 +48,9 @@ class TrainingLog {
   double exposed_before_ = 0;  // the reducer's exposed communication time at the window's start
   double total_wait_ = 0;
   std::int64_t images_ = 0;    // global, whole run
+  std::string backend_ = "cpu", precision_ = "fp32";
+  std::function<double()> device_memory_;
+  const LossScaler* scaler_ = nullptr;
 };
 
 }  // namespace dptrain::app

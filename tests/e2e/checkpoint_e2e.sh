@@ -5,7 +5,10 @@
 #  4.   a truncated or empty newest checkpoint is skipped with a warning naming it;
 #  5.   SIGUSR1 to one rank of two stops both after the same step with exactly one checkpoint;
 #  6.   `dptrain eval` of a checkpoint gives the training run's validation top-1 on 1 and 2 ranks;
-#  7.   a checkpoint of another model is refused.
+#  7.   a checkpoint of another model is refused;
+#  8.   dynamic loss scaling: a stopped and resumed run keeps its scale and clean-step count, bit for bit,
+#       and (a power-of-two scale being exact in fp32) trains exactly like the unscaled run;
+#  9.   --backend/--precision/--loss-scale mistakes end with one sentence.
 set -uo pipefail
 dptrain=$1
 mpiexec=$2
@@ -180,4 +183,30 @@ run other_classes error run_mpi -n 2 "$dptrain" eval --checkpoint "$work/one_ful
 grep -q "error: .*holds a lenet for 10 classes.* has 3 classes" "$work/other_classes.log" ||
   { cat "$work/other_classes.log"; fail "no clear error for evaluating a 10-class checkpoint on 3 classes"; }
 echo "7. a lenet checkpoint is refused by inception-mini (1 and 2 ranks), and by eval on 3 classes"
+
+# 8. Dynamic loss scaling, exercised in fp32 on the CPU (fp16 needs a GPU).
+scaled=("${common[@]}" --batch-size 16 --loss-scale dynamic)
+run ls_full 0 "$dptrain" "${scaled[@]}" --checkpoint-dir "$work/ls_full" --metrics "$work/ls_full.jsonl"
+run ls_stop 75 "$dptrain" "${scaled[@]}" --checkpoint-dir "$work/ls_split" --stop-at-step 20
+run ls_resume 0 "$dptrain" "${scaled[@]}" --checkpoint-dir "$work/ls_split"
+grep -q "loss scaling: dynamic from 65536" "$work/ls_full.log" || { cat "$work/ls_full.log"; fail "no loss-scaling line"; }
+same_groups "$(ckpt "$work/ls_full" 40)" "$(ckpt "$work/ls_split" 40)" /params /optimizer /progress
+attribute() { h5dump -a "/progress/$2" "$1" | sed -n 's/.*(0): \([0-9.e+]*\).*/\1/p'; }
+[[ $(attribute "$(ckpt "$work/ls_split" 40)" loss_scale_clean_steps) == 40 ]] ||
+  fail "the resumed run's checkpoint does not count 40 clean steps: $(attribute "$(ckpt "$work/ls_split" 40)" loss_scale_clean_steps)"
+[[ $(attribute "$(ckpt "$work/ls_split" 20)" loss_scale) == 65536 ]] || fail "the step-20 checkpoint does not hold the scale 65536"
+grep -q '"loss_scale": 65536' "$work/ls_full.jsonl" || fail "the metrics do not report the loss scale"
+same_groups "$(ckpt "$work/one_full" 40)" "$(ckpt "$work/ls_full" 40)" /params
+echo "8. dynamic loss scale: resumed = uninterrupted bit for bit (40 clean steps counted), and = the unscaled run"
+
+# 9. Device and precision mistakes.
+run bf16_cpu error "$dptrain" train --model lenet --data "$work/fm" --steps 2 --precision bf16
+grep -q "error: --precision bf16 needs --backend cuda" "$work/bf16_cpu.log" || { cat "$work/bf16_cpu.log"; fail "bf16 on the CPU"; }
+run cuda_here error "$dptrain" train --model lenet --data "$work/fm" --steps 2 --backend cuda
+grep -Eq "error: (this dptrain was built without the CUDA backend|--backend cuda: no usable GPU here)" "$work/cuda_here.log" ||
+  { cat "$work/cuda_here.log"; fail "--backend cuda without a GPU"; }
+run bad_scale error "$dptrain" train --model lenet --data "$work/fm" --steps 2 --loss-scale lots
+grep -q "error: --loss-scale must be auto, none, dynamic or a positive number, not 'lots'" "$work/bad_scale.log" ||
+  { cat "$work/bad_scale.log"; fail "a bad --loss-scale"; }
+echo "9. bf16 on the CPU, --backend cuda without a GPU and a bad --loss-scale each end with one sentence"
 echo "PASS"

@@ -10,7 +10,7 @@ source "$(dirname "$0")/slurm_env.sh" "$1"
 data=${2:?usage: $0 DPTRAIN DATA}
 steps=${DPTRAIN_REQUEUE_STEPS:-600}
 
-"$dptrain" train --help | grep -q -- --checkpoint-dir || fail "this dptrain has no --checkpoint-dir (checkpoints not merged yet)"
+[[ $("$dptrain" train --help) == *--checkpoint-dir* ]] || fail "this dptrain has no --checkpoint-dir (checkpoints not merged yet)"
 
 submit() {  # submit NAME TIME: the same training, under a time limit
   bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 2 --time="$2" --signal=B:USR1@45 --job-name="$1" \

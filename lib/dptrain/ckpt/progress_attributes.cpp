@@ -47,6 +47,7 @@ void write_progress(hid_t group, const Progress& p) {
   h5::write_attribute(group, "global_batch", p.global_batch);
   h5::write_attribute(group, "world_size", p.world_size);
   h5::write_double_attribute(group, "loss_scale", p.loss_scale);
+  h5::write_attribute(group, "loss_scale_clean_steps", p.loss_scale_clean_steps);
   const ScheduleConfig& s = p.schedule;
   h5::write_attribute(group, "lr_schedule", schedule_name(s.kind));
   h5::write_double_attribute(group, "lr_base", p.base_lr);
@@ -71,6 +72,10 @@ Progress read_progress(hid_t group, const std::string& path) {
   p.global_batch = h5::read_int_attribute(group, "global_batch", where);
   p.world_size = h5::read_int_attribute(group, "world_size", where);
   p.loss_scale = h5::read_double_attribute(group, "loss_scale", where);
+  // Added with mixed precision: checkpoints written before it have no count (0: a fresh interval).
+  if (H5Aexists(group, "loss_scale_clean_steps") > 0) {
+    p.loss_scale_clean_steps = h5::read_int_attribute(group, "loss_scale_clean_steps", where);
+  }
   ScheduleConfig& s = p.schedule;
   s.kind = parse_schedule(h5::read_string_attribute(group, "lr_schedule", where));
   p.base_lr = h5::read_double_attribute(group, "lr_base", where);

@@ -68,7 +68,10 @@ void GradientReducer::gradient_ready(Parameter& parameter) {
   DPTRAIN_CHECK(bucket.pending > 0, "gradient reducer: parameter ", parameter.name, " reported twice in one step");
   Tensor destination = slot(bucket, it->second.second);
   backend_.copy(parameter.grad, destination);
-  if (--bucket.pending == 0 && config_.overlap) enqueue(it->second.first);
+  if (--bucket.pending == 0) {
+    bucket.ready = backend_.fence();
+    if (config_.overlap) enqueue(it->second.first);
+  }
 }
 
 void GradientReducer::enqueue(std::size_t bucket) {
@@ -81,6 +84,10 @@ void GradientReducer::enqueue(std::size_t bucket) {
 
 void GradientReducer::reduce(Bucket& bucket) {
   const double start = now_seconds();
+  if (bucket.ready) {
+    bucket.ready->wait();
+    bucket.ready.reset();
+  }
   comm_.allreduce_sum(bucket.flat.data<float>(), bucket.elements);
   const double seconds = now_seconds() - start;
   std::lock_guard lock(mutex_);

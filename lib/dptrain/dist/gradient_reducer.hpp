@@ -5,7 +5,9 @@
 // final (reverse build order: the last layers first). Net::backward reports each parameter as soon
 // as its gradient is written; the reducer copies it into its bucket's flat buffer and, when the
 // bucket is complete, hands the bucket to a communication thread, which sums it over the ranks while
-// the backward pass goes on with earlier layers. synchronize() waits for the buckets still in
+// the backward pass goes on with earlier layers. On a GPU the copies are queued on the compute stream:
+// the bucket carries a fence, and the communication thread waits on it before it sums the bucket on
+// its own stream (NCCL), so the host that queues the backward pass never waits. synchronize() waits for the buckets still in
 // flight and writes the averages (sum / world size: every rank's loss is the mean over its own
 // batch, so this is the mean over the global batch) back into the gradients.
 #include <condition_variable>
@@ -68,6 +70,9 @@ class GradientReducer {
     std::size_t elements = 0;
     Tensor flat;
     std::size_t pending = 0;           // gradients not yet copied in this step
+    // Passed once the copies into `flat` are done on the device (null on the synchronous CPU
+    // backend): the communication thread waits on it, never the backward pass.
+    std::unique_ptr<Fence> ready;
   };
   Tensor slot(Bucket& bucket, std::size_t index);
   void reduce(Bucket& bucket);

@@ -13,6 +13,7 @@ Job::Job(const JobOptions& options, int visible_devices) : options_(options) {
   comm.stall_timeout_seconds = parse_duration_seconds(options_.stall_timeout, "--stall-timeout");
   topology_ = discover_topology(session_.active() ? MPI_COMM_WORLD : MPI_COMM_NULL, options_.ranks_per_node,
                                 visible_devices, nullptr);
+  communicator_options_ = comm;
   communicator_ = make_communicator(topology_, comm);
   if (topology_.size() > 1) compute_threads_ = set_compute_threads(topology_);
   DPTRAIN_CHECK(options_.overlap == "auto" || options_.overlap == "on" || options_.overlap == "off",

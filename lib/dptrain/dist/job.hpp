@@ -31,6 +31,8 @@ class Job {
   const Topology& topology() const { return topology_; }
   Communicator& communicator() { return *communicator_; }
   ReducerConfig reducer_config() const;
+  // How the job's collectives are made (kind, stall timeout): for the GPU gradient communicator.
+  const CommunicatorOptions& communicator_options() const { return communicator_options_; }
   const JobOptions& options() const { return options_; }
   int compute_threads() const { return compute_threads_; }  // 0: not set by the job (one rank)
 
@@ -38,6 +40,7 @@ class Job {
   JobOptions options_;
   MpiSession session_;
   Topology topology_;
+  CommunicatorOptions communicator_options_;
   std::unique_ptr<Communicator> communicator_;
   int compute_threads_ = 0;
   bool overlap_ = true;

@@ -10,18 +10,25 @@ Trainer::Trainer(Net& net, TrainerConfig config)
     : net_(net),
       config_(std::move(config)),
       sgd_(net.backend(), net.parameters(), config_.sgd),
-      schedule_(config_.schedule) {}
+      schedule_(config_.schedule),
+      scaler_(config_.loss_scale) {
+  for (Parameter* p : net.parameters()) gradients_.push_back(&p->grad);
+}
 
 StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
   const PassContext ctx{true, config_.seed, static_cast<std::uint64_t>(epoch), first_sample};
-  const double loss = net_.forward(ctx);
+  net_.set_loss_scale(scaler_.scale());
+  net_.run_forward(ctx);
   net_.backward();
   if (gradient_sync_) gradient_sync_();
   const double lr = schedule_.at(step_);
-  sgd_.step(static_cast<float>(lr));
+  const bool apply = scaler_.unscale(net_.backend(), gradients_, step_ + 1);
+  if (apply) sgd_.step(static_cast<float>(lr));
   ++step_;
-  StepResult result = score(loss);
+  if (before_loss_read_) before_loss_read_();
+  StepResult result = score(net_.total_loss());
   result.learning_rate = lr;
+  result.skipped = !apply;
   return result;
 }
 

@@ -8,6 +8,7 @@
 #include "dptrain/net/net.hpp"
 #include "dptrain/optim/schedule.hpp"
 #include "dptrain/optim/sgd.hpp"
+#include "dptrain/train/loss_scaler.hpp"
 
 namespace dptrain {
 
@@ -15,6 +16,7 @@ struct TrainerConfig {
   std::uint64_t seed = 1;
   SgdConfig sgd;
   ScheduleConfig schedule;
+  LossScaleConfig loss_scale;  // none unless mixed precision asks for it
 };
 
 struct StepResult {
@@ -22,6 +24,7 @@ struct StepResult {
   double learning_rate = 0;
   std::int64_t top1 = 0;     // correct in this step's batch
   std::int64_t top5 = 0;
+  bool skipped = false;      // the loss scaler found inf/NaN gradients: no update was applied
 };
 
 class Trainer {
@@ -39,7 +42,11 @@ class Trainer {
   // Called between the backward pass and the update: the distributed trainer averages the
   // gradients over the ranks here (dist::GradientReducer::synchronize).
   void set_gradient_sync(std::function<void()> sync) { gradient_sync_ = std::move(sync); }
+  // Called after the update is queued and before the step's loss is read back: on a GPU the host is
+  // free here while the device computes, so the loop stages the next batch (Backend::InputStager).
+  void set_before_loss_read(std::function<void()> hook) { before_loss_read_ = std::move(hook); }
   Sgd& optimizer() { return sgd_; }
+  LossScaler& loss_scaler() { return scaler_; }
   const LearningRateSchedule& schedule() const { return schedule_; }
 
  private:
@@ -49,8 +56,10 @@ class Trainer {
   TrainerConfig config_;
   Sgd sgd_;
   LearningRateSchedule schedule_;
+  LossScaler scaler_;
+  std::vector<Tensor*> gradients_;
   std::int64_t step_ = 0;
-  std::function<void()> gradient_sync_;
+  std::function<void()> gradient_sync_, before_loss_read_;
 };
 
 }  // namespace dptrain

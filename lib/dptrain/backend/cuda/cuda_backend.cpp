@@ -197,5 +197,8 @@ void reset_peak_memory(Backend& backend) { as_cuda(backend).context().allocator(
 }  // namespace dptrain::cuda
 
 namespace dptrain {
-std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<cuda::CudaBackend>(device); }
+std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision) {
+  DPTRAIN_CHECK(precision == Precision::fp32, "--precision ", name_of(precision), " is not implemented yet");
+  return std::make_unique<cuda::CudaBackend>(device);
+}
 }  // namespace dptrain

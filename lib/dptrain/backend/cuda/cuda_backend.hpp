@@ -9,7 +9,7 @@
 namespace dptrain {
 
 // A backend on GPU `device` (an ordinal among the visible devices); it makes that device current.
-std::unique_ptr<Backend> make_cuda_backend(int device);
+std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision = Precision::fp32);
 
 namespace cuda {
 class CudaContext;

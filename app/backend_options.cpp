@@ -1,0 +1,89 @@
+#include "backend_options.hpp"
+
+#include "dptrain/core/error.hpp"
+#if DPTRAIN_HAVE_CUDA
+#include "dptrain/backend/cuda/cuda_backend.hpp"
+#include "dptrain/backend/cuda/device_query.hpp"
+#include "dptrain/dist/nccl_communicators.hpp"
+#endif
+
+namespace dptrain::app {
+namespace {
+#if !DPTRAIN_HAVE_CUDA
+[[noreturn]] void no_cuda() {
+  throw Error("this dptrain was built without the CUDA backend; rebuild with the 'cuda' preset (or the Spack "
+              "variant +cuda) or use --backend cpu");
+}
+#endif
+}  // namespace
+
+void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale) {
+  const char* group = "Device and precision";
+  cmd->add_option("--backend", o.backend, "Where to compute: cpu (oneDNN) or cuda (cuDNN, cuBLAS, NCCL)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str()->group(group);
+  cmd->add_option("--device", o.device, "GPU ordinal for --backend cuda (default: the rank's local index on its node)")
+      ->check(CLI::NonNegativeNumber)->group(group);
+  cmd->add_option("--precision", o.precision,
+                  "fp32, or bf16/fp16: activations and compute copies of the weights in 16 bits on tensor cores, "
+                  "fp32 master weights and optimizer state (--backend cuda)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))->capture_default_str()->group(group);
+  if (with_loss_scale) {
+    cmd->add_option("--loss-scale", o.loss_scale,
+                    "auto (dynamic for fp16, none otherwise), none, dynamic (start at 65536, halve and skip the step "
+                    "on inf/NaN gradients, double after 2000 clean steps), or a fixed number")
+        ->capture_default_str()->group(group);
+  }
+}
+
+int visible_devices(const BackendOptions& o) {
+  if (o.backend == "cpu") return 0;
+#if DPTRAIN_HAVE_CUDA
+  std::string why;
+  DPTRAIN_CHECK(cuda::gpu_usable(why), "--backend cuda: no usable GPU here (", why, "); run on a GPU node or use "
+                "--backend cpu");
+  return cuda::usable_device_count();
+#else
+  no_cuda();
+#endif
+}
+
+std::unique_ptr<Backend> make_backend(const BackendOptions& o, const dist::Job& job) {
+  const Precision precision = parse_precision(o.precision);
+  if (o.backend == "cpu") {
+    DPTRAIN_CHECK(precision == Precision::fp32, "--precision ", o.precision, " needs --backend cuda: the CPU "
+                  "backend trains in fp32");
+    return make_cpu_backend();
+  }
+#if DPTRAIN_HAVE_CUDA
+  const int device = o.device >= 0 ? o.device : job.topology().self().device;
+  DPTRAIN_CHECK(device >= 0 && device < cuda::usable_device_count(), "--device ", device, " is not one of the ",
+                cuda::usable_device_count(), " GPUs this rank sees");
+  return make_cuda_backend(device, precision);
+#else
+  (void)job;
+  no_cuda();
+#endif
+}
+
+std::unique_ptr<dist::Communicator> make_gradient_communicator([[maybe_unused]] Backend& backend,
+                                                               [[maybe_unused]] const dist::Job& job) {
+#if DPTRAIN_HAVE_CUDA
+  if (!backend.device().is_cpu() && job.size() > 1) {
+    return dist::make_gpu_communicator(job.topology(), job.communicator_options(), backend.device().index);
+  }
+#endif
+  return nullptr;
+}
+
+LossScaleConfig loss_scale_config(const BackendOptions& o) {
+  return parse_loss_scale(o.loss_scale, parse_precision(o.precision));
+}
+
+double peak_device_mib([[maybe_unused]] Backend& backend) {
+#if DPTRAIN_HAVE_CUDA
+  if (!backend.device().is_cpu()) return static_cast<double>(cuda::memory_stats(backend).peak_in_use) / (1 << 20);
+#endif
+  return -1;
+}
+
+}  // namespace dptrain::app

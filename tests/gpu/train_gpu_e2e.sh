@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `dptrain train --backend cuda` end to end, on a small learnable dataset made on the spot (`dptrain
+# data synth`: no dataset files needed on a GPU machine). The same run on the CPU is the reference:
+#  1. fp32 on the GPU reaches the CPU's validation top-1 (within 0.05) and reports its GPU memory;
+#  2. bf16, and fp16 with dynamic loss scaling, learn as well (within 0.05 of fp32 on the GPU);
+#  3. a 2-rank job (NCCL) when the machine has 2 GPUs; a stopped and resumed fp16 run keeps its scale.
+# Without a usable GPU it reports itself skipped (exit 77).
+# Usage: train_gpu_e2e.sh DPTRAIN [MPIEXEC]
+set -uo pipefail
+dptrain=$1
+mpiexec=${2:-mpiexec}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+run() {  # run NAME COMMAND...: output in $work/NAME.log, shown on failure
+  local name=$1
+  shift
+  "$@" > "$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$name: exit code $?"; }
+}
+top1() { sed -n 's/.*"validation_top1": \([0-9.e-]*\).*/\1/p' "$1" | tail -n 1; }
+within() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= t) }'; }
+
+probe=$("$dptrain" train --backend cuda --model lenet --data "$work" --steps 1 2>&1)
+if grep -Eq "no usable GPU here|built without the CUDA backend" <<<"$probe"; then
+  echo "SKIP: $(grep -o 'error: .*' <<<"$probe" | head -n 1)"
+  exit 77
+fi
+
+run synth "$dptrain" data synth "$work/jpeg" --classes 4 --per-class 120 --val-per-class 30 --size 32
+run convert "$dptrain" data convert imagenet "$work/jpeg" "$work/data" --size 32 --shards 2 --val-shards 1
+common=(train --model inception-mini --data "$work/data" --steps 120 --batch-size 32 --lr 0.2 --log-every 40 --threads 2)
+
+run cpu "$dptrain" "${common[@]}" --metrics "$work/cpu.jsonl"
+run fp32 "$dptrain" "${common[@]}" --backend cuda --metrics "$work/fp32.jsonl"
+cpu=$(top1 "$work/cpu.jsonl") fp32=$(top1 "$work/fp32.jsonl")
+within "$fp32" "$cpu" 0.05 || fail "validation top-1 on the GPU (fp32) $fp32, on the CPU $cpu"
+grep -q '"gpu_memory_peak_mib"' "$work/fp32.jsonl" || fail "the GPU run does not report its memory"
+echo "1. fp32: top-1 $fp32 on the GPU, $cpu on the CPU"
+
+for precision in bf16 fp16; do
+  run "$precision" "$dptrain" "${common[@]}" --backend cuda --precision "$precision" --metrics "$work/$precision.jsonl"
+  value=$(top1 "$work/$precision.jsonl")
+  within "$value" "$fp32" 0.05 || fail "validation top-1 in $precision $value, in fp32 $fp32"
+  echo "2. $precision: top-1 $value"
+done
+grep -q "loss scaling: dynamic" "$work/fp16.log" || fail "fp16 did not scale its loss"
+
+gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU')
+if (( gpus >= 2 )) && command -v "$mpiexec" > /dev/null; then
+  run two "$mpiexec" --allow-run-as-root -n 2 "$dptrain" "${common[@]}" --batch-size 16 --backend cuda \
+    --metrics "$work/two.jsonl"
+  grep -q "gradients: .*NCCL" "$work/two.log" || { cat "$work/two.log"; fail "the 2-rank job did not use NCCL"; }
+  two=$(top1 "$work/two.jsonl")
+  within "$two" "$fp32" 0.05 || fail "validation top-1 on 2 GPUs $two, on 1 GPU $fp32"
+  echo "3. two GPUs (NCCL): top-1 $two"
+else
+  echo "3. fewer than 2 GPUs (or no mpiexec): the 2-rank job is left out"
+fi
+
+# A stopped fp16 run resumes with its loss scale.
+"$dptrain" "${common[@]}" --backend cuda --precision fp16 --checkpoint-dir "$work/ckpt" --stop-at-step 60 \
+  > "$work/stop.log" 2>&1
+[[ $? -eq 75 ]] || { cat "$work/stop.log"; fail "the fp16 run did not stop with exit code 75"; }
+run resume "$dptrain" "${common[@]}" --backend cuda --precision fp16 --checkpoint-dir "$work/ckpt"
+grep -q "resuming from .*: step 60" "$work/resume.log" || { cat "$work/resume.log"; fail "no resume at step 60"; }
+echo "4. fp16 stopped at step 60 and resumed"
+echo "PASS"
