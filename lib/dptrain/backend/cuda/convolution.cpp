@@ -33,6 +33,7 @@ struct Chosen {
   bool done = false;
   Algo algo{};
   std::size_t workspace = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // the math type cuDNN timed the algorithm with
 };
 
 // Times the pass's algorithms once with `find(requested, &returned, results, workspace, bytes)` (a
@@ -46,7 +47,8 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& who, cons
   CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
   for (int i = 0; i < returned; ++i) {
     if (results[static_cast<std::size_t>(i)].status == CUDNN_STATUS_SUCCESS) {
-      chosen = {true, results[static_cast<std::size_t>(i)].algo, results[static_cast<std::size_t>(i)].memory};
+      const auto& found = results[static_cast<std::size_t>(i)];
+      chosen = {true, found.algo, found.memory, found.mathType};
       return;
     }
   }
@@ -83,11 +85,13 @@ class CudnnConvolution final : public ConvolutionPlan {
     check(weight, weight_, "weight");
     check_data(y, output_, "output");
     const void* w = compute_weight(weight, true);
+    use_math_of(forward_);
     choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
         forward_, *ctx_, spec_.who, "forward", [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
           return cudnnFindConvolutionForwardAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), w_desc_, w, conv_desc_,
                                                         y_desc_, y.raw(), n, count, results, ws, bytes);
         });
+    use_math_of(forward_);
     const float one = 1.f, zero = 0.f;
     CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &one, x_desc_, x.raw(), w_desc_, w, conv_desc_, forward_.algo,
                                         ctx_->workspace(forward_.workspace), forward_.workspace, &zero, y_desc_,
@@ -108,11 +112,13 @@ class CudnnConvolution final : public ConvolutionPlan {
     check(weight, weight_, "weight");
     check_data(dx, spec_.input, "input gradient");
     const void* w = compute_weight(weight, false);
+    use_math_of(data_);
     choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
         data_, *ctx_, spec_.who, "backward-data", [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
           return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_->cudnn(), w_desc_, w, y_desc_, dy.raw(), conv_desc_,
                                                              x_desc_, dx.raw(), n, count, results, ws, bytes);
         });
+    use_math_of(data_);
     const float one = 1.f, zero = 0.f;
     CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, w, y_desc_, dy.raw(),
                                              conv_desc_, data_.algo, ctx_->workspace(data_.workspace), data_.workspace,
@@ -124,12 +130,14 @@ class CudnnConvolution final : public ConvolutionPlan {
     check_data(dy, output_, "output gradient");
     check(dweight, weight_, "weight gradient");
     void* dw = low() ? dweight_low_.raw() : dweight.raw();
+    use_math_of(filter_);
     choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
         filter_, *ctx_, spec_.who, "backward-weights",
         [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
           return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), y_desc_, dy.raw(),
                                                                conv_desc_, w_desc_, dw, n, count, results, ws, bytes);
         });
+    use_math_of(filter_);
     const float one = 1.f, zero = 0.f;
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &one, x_desc_, x.raw(), y_desc_, dy.raw(), conv_desc_,
                                                filter_.algo, ctx_->workspace(filter_.workspace), filter_.workspace, &zero,
@@ -155,6 +163,14 @@ class CudnnConvolution final : public ConvolutionPlan {
   }
   void check_data(const Tensor& t, const Shape& shape, const char* what) const {
     check_activation(*ctx_, t, shape, spec_.who, what);
+  }
+  // Low precision: the three passes share one convolution descriptor but may each pick an algorithm
+  // that cuDNN timed with another math type (tensor-op, or its fallback), and an algorithm must run
+  // with the math type it was found with. So the descriptor asks for tensor-op math while a pass is
+  // being timed and for the chosen algorithm's math type when it runs. fp32 keeps FMA math throughout.
+  template <typename Algo>
+  void use_math_of(const Chosen<Algo>& chosen) {
+    if (low()) CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, chosen.done ? chosen.math : CUDNN_TENSOR_OP_MATH));
   }
   // The filter cuDNN reads: the f32 master itself, or its low-precision copy. A forward refreshes the
   // copy; the backward-data pass that follows in the same step reuses it unless it is handed another
