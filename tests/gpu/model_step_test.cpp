@@ -25,7 +25,7 @@ void check_model_step(const std::string& model) {
         fill_synthetic_batch(be, 3, 0, config.classes, net->images(), net->labels());
         // fp16 trains with loss scaling (its small gradients would otherwise lose bits to subnormals):
         // scaled here as the trainer scales, and the gradients unscaled on the host.
-        const float loss_scale = needs_loss_scaling(be.precision()) ? 1024.f : 1.f;
+        const float loss_scale = needs_loss_scaling(be.precision()) ? 256.f : 1.f;
         net->set_loss_scale(loss_scale);
         PassContext ctx;
         ctx.seed = 3;
