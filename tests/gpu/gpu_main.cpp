@@ -10,14 +10,35 @@
 
 #include "dptrain/backend/cuda/cuda_backend.hpp"
 #include "dptrain/backend/cuda/device_query.hpp"
+#include "dptrain/core/error.hpp"
 #include "gpu/gpu_testing.hpp"
 
 namespace dptrain::gpu_testing {
 namespace {
-std::unique_ptr<Backend> cpu_backend, gpu_backend;
-}
+std::unique_ptr<Backend> cpu_backend, gpu_backend, bf16_backend, fp16_backend;
+bool bf16_tried = false;
+}  // namespace
 Backend& cpu() { return *cpu_backend; }
 Backend& gpu() { return *gpu_backend; }
+Backend* gpu(Precision precision) {
+  switch (precision) {
+    case Precision::fp32: return gpu_backend.get();
+    case Precision::fp16:
+      if (!fp16_backend) fp16_backend = make_cuda_backend(0, Precision::fp16);
+      return fp16_backend.get();
+    case Precision::bf16:
+      if (!bf16_tried) {
+        bf16_tried = true;
+        try {
+          bf16_backend = make_cuda_backend(0, Precision::bf16);
+        } catch (const Error& e) {  // a GPU before compute capability 8.0
+          std::printf("no bf16 comparisons: %s\n", e.what());
+        }
+      }
+      return bf16_backend.get();
+  }
+  return nullptr;
+}
 }  // namespace dptrain::gpu_testing
 
 int main(int argc, char** argv) {
@@ -29,6 +50,8 @@ int main(int argc, char** argv) {
   dptrain::gpu_testing::cpu_backend = dptrain::make_cpu_backend();
   dptrain::gpu_testing::gpu_backend = dptrain::make_cuda_backend(0);
   const int failed = Catch::Session().run(argc, argv);
+  dptrain::gpu_testing::bf16_backend.reset();
+  dptrain::gpu_testing::fp16_backend.reset();
   dptrain::gpu_testing::gpu_backend.reset();
   dptrain::gpu_testing::cpu_backend.reset();
   return failed;

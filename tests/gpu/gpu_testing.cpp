@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "support/tensor_testing.hpp"
 
 namespace dptrain::gpu_testing {
@@ -12,24 +14,66 @@ Tensor on(Backend& backend, const Tensor& host) {
   return t;
 }
 
+Tensor activation(Backend& backend, const Shape& shape) {
+  return backend.allocate(shape, activation_dtype(backend.precision()));
+}
+
+Tensor on_activation(Backend& backend, const Tensor& host) {
+  Tensor t = activation(backend, host.shape());
+  backend.copy_from_host(host, t);
+  return t;
+}
+
 std::vector<Tensor> to_host(Backend& backend, std::initializer_list<const Tensor*> tensors) {
   std::vector<Tensor> out;
   for (const Tensor* t : tensors) out.push_back(backend.to_host(*t));
   return out;
 }
 
-void expect_agreement(const Run& run, const std::vector<std::string>& names, double tolerance) {
+namespace {
+void compare(const Run& run, const std::vector<std::string>& names, Backend& other, double tolerance,
+             bool by_norm) {
   const std::vector<Tensor> reference = run(cpu());
-  const std::vector<Tensor> actual = run(gpu());
+  const std::vector<Tensor> actual = run(other);
   REQUIRE(reference.size() == names.size());
   REQUIRE(actual.size() == names.size());
   for (std::size_t i = 0; i < names.size(); ++i) {
-    INFO(names[i] << ": CPU shape " << reference[i].shape().to_string() << ", GPU shape "
+    INFO(names[i] << " on " << other.name() << ": CPU shape " << reference[i].shape().to_string() << ", GPU shape "
                   << actual[i].shape().to_string());
     REQUIRE(actual[i].shape() == reference[i].shape());
-    const double error = testing::relative_error(actual[i], reference[i]);
-    INFO("relative error " << error);
+    const double error =
+        by_norm ? norm_relative_error(actual[i], reference[i]) : testing::relative_error(actual[i], reference[i]);
+    INFO((by_norm ? "norm-relative error " : "relative error ") << error);
     CHECK(error <= tolerance);
+  }
+}
+}  // namespace
+
+void expect_agreement(const Run& run, const std::vector<std::string>& names, double tolerance) {
+  compare(run, names, gpu(), tolerance, false);
+}
+
+double norm_relative_error(const Tensor& actual, const Tensor& reference, double floor) {
+  const std::vector<double> a = testing::to_double(actual), b = testing::to_double(reference);
+  REQUIRE(a.size() == b.size());
+  double difference = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    difference += (a[i] - b[i]) * (a[i] - b[i]);
+    scale += b[i] * b[i];
+  }
+  return std::sqrt(difference) / std::max(std::sqrt(scale), floor);
+}
+
+void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names,
+                                        double low_tolerance) {
+  compare(run, names, gpu(), 1e-4, false);
+  for (Precision precision : {Precision::bf16, Precision::fp16}) {
+    Backend* backend = gpu(precision);
+    if (backend == nullptr) {
+      WARN("this GPU has no " << name_of(precision) << ": not compared");
+      continue;
+    }
+    compare(run, names, *backend, low_tolerance, true);
   }
 }
 

@@ -13,15 +13,32 @@ namespace dptrain::gpu_testing {
 // The two backends under comparison, made once by main.
 Backend& cpu();
 Backend& gpu();
+// The CUDA backend in `precision` (made on first use), or nullptr where this GPU lacks it (bf16 before
+// compute capability 8.0).
+Backend* gpu(Precision precision);
 
 // A copy of host tensor `host` in `backend`'s memory.
 Tensor on(Backend& backend, const Tensor& host);
-// Host copies of backend tensors, in order.
+// An activation of `backend`'s activation type (f32 on the CPU, bf16/f16 on a low-precision GPU
+// backend), plain; and one holding host f32 tensor `host` (converted).
+Tensor activation(Backend& backend, const Shape& shape);
+Tensor on_activation(Backend& backend, const Tensor& host);
+// Host copies of backend tensors, in order (bf16/f16 come back as f32).
 std::vector<Tensor> to_host(Backend& backend, std::initializer_list<const Tensor*> tensors);
 
 // Runs `run` on both backends and checks that result i agrees to `tolerance` relative error
 // (relative to the CPU result's largest magnitude), naming each result in a failure.
 using Run = std::function<std::vector<Tensor>(Backend&)>;
 void expect_agreement(const Run& run, const std::vector<std::string>& names, double tolerance = 1e-4);
+
+// ||actual - reference||_2 / max(||reference||_2, floor): the error of a low-precision result as a
+// whole, where single elements may lose a 16-bit rounding each.
+double norm_relative_error(const Tensor& actual, const Tensor& reference, double floor = 1e-12);
+
+// The CPU backend (fp32, the reference) against the CUDA backend in each precision: fp32 to 1e-4 with
+// the max-element relative error above, bf16 and fp16 to `low_tolerance` in norm_relative_error.
+// A precision the GPU lacks is reported and left out.
+void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names,
+                                        double low_tolerance = 1e-2);
 
 }  // namespace dptrain::gpu_testing

@@ -49,7 +49,9 @@ void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor&, c
   // oneDNN always computes the input gradient; when nobody wants it, it lands in a scratch tensor.
   Tensor* dx = dinputs[0];
   if (dx == nullptr) {
-    if (!unused_dx_.defined() || unused_dx_.shape() != spec_.input) unused_dx_ = backend_->allocate(spec_.input);
+    if (!unused_dx_.defined() || unused_dx_.shape() != spec_.input) {
+      unused_dx_ = backend_->allocate(spec_.input, activation_dtype(backend_->precision()));
+    }
     dx = &unused_dx_;
   }
   plan_->backward(*inputs[0], doutput, scale().value, shift().value, batch_mean_, batch_variance_, *dx,

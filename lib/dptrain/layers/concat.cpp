@@ -24,7 +24,9 @@ void Concat::backward(std::span<const Tensor* const>, const Tensor&, const Tenso
   for (std::size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] != nullptr) continue;
     if (scratch_.size() < targets.size()) scratch_.resize(targets.size());
-    if (!scratch_[i].defined() || scratch_[i].shape() != inputs_[i]) scratch_[i] = backend_->allocate(inputs_[i]);
+    if (!scratch_[i].defined() || scratch_[i].shape() != inputs_[i]) {
+      scratch_[i] = backend_->allocate(inputs_[i], activation_dtype(backend_->precision()));  // an activation gradient
+    }
     targets[i] = &scratch_[i];
   }
   plan_->backward(doutput, targets);

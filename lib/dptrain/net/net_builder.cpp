@@ -70,11 +70,13 @@ std::unique_ptr<Net> NetBuilder::build() {
       if (node.training_only) ++training_readers[static_cast<std::size_t>(j)];
     }
   }
-  nodes[kImages].output = backend.allocate(nodes[kImages].shape);
+  // Images are an activation (the first layer reads them), plain so that a host batch copies in.
+  nodes[kImages].output = backend.allocate(nodes[kImages].shape, activation_dtype(backend.precision()));
   nodes[kLabels].output = Tensor::zeros(nodes[kLabels].shape, DType::i32);  // labels stay on the host
   for (std::size_t i = 2; i < nodes.size(); ++i) {
     auto& node = nodes[i];
-    // Losses are one plain value; everything else is kept in the backend's fastest layout.
+    // Losses are one plain f32 value (read precisely in every precision); everything else is kept in
+    // the backend's fastest layout and activation type.
     node.output = node.is_loss ? backend.allocate(node.shape) : backend.allocate_activation(node.shape);
     node.needs_grad = !node.is_loss;
     if (node.needs_grad) node.grad = backend.allocate_activation(node.shape);

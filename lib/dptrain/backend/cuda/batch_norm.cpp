@@ -5,11 +5,19 @@
 // running average with factor 1 (which is then exactly the batch's), and rescales the variance by
 // (m - 1) / m. The backward pass is handed the mean and the inverse standard deviation computed from
 // the statistics it is given, so it does not depend on state kept from the forward pass.
+//
+// Scale, shift, statistics and their gradients are f32 in every precision. fp16: x, y, dx and dy are
+// HALF with the FLOAT per-channel descriptor, the mixed configuration cuDNN's spatial batch norm has
+// documented since it first took half data. bf16: cuDNN's legacy batch-norm routines document
+// BFLOAT16 data nowhere we could rely on for both cuDNN 8 and 9, so the plan widens x (and dy) into
+// f32 scratch, runs the f32 routine and rounds y (or dx) back: one more pass over memory, the same
+// statistics an fp32 run would compute from the bf16 activations.
 #include <algorithm>
 
 #include "dptrain/backend/cuda/descriptors.hpp"
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
+#include "dptrain/backend/cuda/precision_kernels.hpp"
 
 namespace dptrain::cuda {
 namespace {
@@ -22,7 +30,9 @@ class CudnnBatchNorm final : public BatchNormPlan {
     DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ",
                   spec.input.to_string());
     DPTRAIN_CHECK(spec.epsilon > 0.f, spec.who, ": epsilon must be positive, not ", spec.epsilon);
-    x_desc_ = nchw_descriptor(spec.input);
+    type_ = ctx_->activation_dtype();
+    widen_ = type_ == DType::bf16;
+    x_desc_ = nchw_descriptor(spec.input, widen_ ? DType::f32 : type_);
     c_desc_ = channel_descriptor(channel_[0]);
     inverse_std_ = ctx_->allocate(channel_, DType::f32);
   }
@@ -41,10 +51,14 @@ class CudnnBatchNorm final : public BatchNormPlan {
     CUDA_CHECK(cudaMemsetAsync(batch_mean.raw(), 0, batch_mean.bytes(), ctx_->stream()));
     CUDA_CHECK(cudaMemsetAsync(batch_variance.raw(), 0, batch_variance.bytes(), ctx_->stream()));
     const float one = 1.f, zero = 0.f;
+    Tensor wide_x = scratch(), wide_y = scratch();
+    const void* x_in = widened(x, wide_x);
+    void* y_out = output_of(y, wide_y);
     CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
-        ctx_->cudnn(), kMode, &one, &zero, x_desc_, x.raw(), x_desc_, y.raw(), c_desc_, scale.raw(), shift.raw(),
+        ctx_->cudnn(), kMode, &one, &zero, x_desc_, x_in, x_desc_, y_out, c_desc_, scale.raw(), shift.raw(),
         /*exponentialAverageFactor=*/1.0, batch_mean.raw(), batch_variance.raw(), epsilon(),
         /*resultSaveMean=*/nullptr, /*resultSaveInvVariance=*/nullptr));
+    narrowed(wide_y, y);
     const float biased = static_cast<float>(m - 1) / static_cast<float>(m);
     kernels::axpby(biased, device_floats(batch_variance), 0.f, device_floats(batch_variance), channel_[0],
                    ctx_->stream());
@@ -59,9 +73,13 @@ class CudnnBatchNorm final : public BatchNormPlan {
     check_channel(mean, "running mean");
     check_channel(variance, "running variance");
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_->cudnn(), kMode, &one, &zero, x_desc_, x.raw(), x_desc_,
-                                                        y.raw(), c_desc_, scale.raw(), shift.raw(), mean.raw(),
+    Tensor wide_x = scratch(), wide_y = scratch();
+    const void* x_in = widened(x, wide_x);
+    void* y_out = output_of(y, wide_y);
+    CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_->cudnn(), kMode, &one, &zero, x_desc_, x_in, x_desc_,
+                                                        y_out, c_desc_, scale.raw(), shift.raw(), mean.raw(),
                                                         variance.raw(), epsilon()));
+    narrowed(wide_y, y);
   }
 
   void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
@@ -78,10 +96,14 @@ class CudnnBatchNorm final : public BatchNormPlan {
     kernels::inverse_std(device_floats(batch_variance), spec_.epsilon, device_floats(inverse_std_), channel_[0],
                          ctx_->stream());
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x.raw(),
-                                                x_desc_, dy.raw(), x_desc_, dx.raw(), c_desc_, scale.raw(),
-                                                dscale.raw(), dshift.raw(), epsilon(), batch_mean.raw(),
-                                                inverse_std_.raw()));
+    Tensor wide_x = scratch(), wide_dy = scratch(), wide_dx = scratch();
+    const void* x_in = widened(x, wide_x);
+    const void* dy_in = widened(dy, wide_dy);
+    void* dx_out = output_of(dx, wide_dx);
+    CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x_in,
+                                                x_desc_, dy_in, x_desc_, dx_out, c_desc_, scale.raw(), dscale.raw(),
+                                                dshift.raw(), epsilon(), batch_mean.raw(), inverse_std_.raw()));
+    narrowed(wide_dx, dx);
   }
 
  private:
@@ -89,7 +111,21 @@ class CudnnBatchNorm final : public BatchNormPlan {
   // clamp, as other frameworks do (the difference is 2.5e-13).
   double epsilon() const { return std::max<double>(spec_.epsilon, CUDNN_BN_MIN_EPSILON); }
   void check_data(const Tensor& t, const char* what) const {
-    check_device_tensor(*ctx_, t, spec_.input, spec_.who, what);
+    check_activation(*ctx_, t, spec_.input, spec_.who, what);
+  }
+  // bf16 scratch of the input's shape in f32, for one call: the caching allocator reuses blocks in
+  // stream order, so it costs no allocation after the first step and no memory between calls.
+  Tensor scratch() const { return widen_ ? ctx_->allocate(spec_.input, DType::f32) : Tensor(); }
+  // bf16: `t` widened into `wide`; otherwise `t` itself.
+  const void* widened(const Tensor& t, Tensor& wide) const {
+    if (!widen_) return t.raw();
+    kernels::convert(t.raw(), type_, wide.raw(), DType::f32, t.numel(), ctx_->stream());
+    return wide.raw();
+  }
+  // bf16: where cuDNN writes (`wide`), rounded into `t` afterwards by narrowed(); otherwise `t`.
+  void* output_of(Tensor& t, Tensor& wide) const { return widen_ ? wide.raw() : t.raw(); }
+  void narrowed(const Tensor& wide, Tensor& t) const {
+    if (widen_) kernels::convert(wide.raw(), DType::f32, t.raw(), type_, t.numel(), ctx_->stream());
   }
   void check_channel(const Tensor& t, const char* what) const {
     check_device_tensor(*ctx_, t, channel_, spec_.who, what);
@@ -100,6 +136,8 @@ class CudnnBatchNorm final : public BatchNormPlan {
   Shape channel_;
   TensorDescriptor x_desc_, c_desc_;
   Tensor inverse_std_;  // 1 / sqrt(variance + epsilon), what cuDNN's backward reads
+  DType type_ = DType::f32;
+  bool widen_ = false;  // bf16: run cuDNN in f32 on widened copies
 };
 }  // namespace
 

@@ -17,10 +17,10 @@ class CopyConcat final : public ConcatPlan {
 
   void forward(std::span<const Tensor* const> inputs, Tensor& y) override {
     check_count(inputs.size());
-    check_device_tensor(*ctx_, y, output_, who_, "output");
+    check_activation(*ctx_, y, output_, who_, "output");
     std::size_t offset = 0;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      check_device_tensor(*ctx_, *inputs[i], inputs_[i], who_, "input");
+      check_activation(*ctx_, *inputs[i], inputs_[i], who_, "input");
       const std::size_t block = block_bytes(i);
       CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(y.raw()) + offset, out_pitch(), inputs[i]->raw(), block, block,
                                    rows(), cudaMemcpyDeviceToDevice, ctx_->stream()));
@@ -30,10 +30,10 @@ class CopyConcat final : public ConcatPlan {
 
   void backward(const Tensor& dy, std::span<Tensor* const> dinputs) override {
     check_count(dinputs.size());
-    check_device_tensor(*ctx_, dy, output_, who_, "output gradient");
+    check_activation(*ctx_, dy, output_, who_, "output gradient");
     std::size_t offset = 0;
     for (std::size_t i = 0; i < dinputs.size(); ++i) {
-      check_device_tensor(*ctx_, *dinputs[i], inputs_[i], who_, "input gradient");
+      check_activation(*ctx_, *dinputs[i], inputs_[i], who_, "input gradient");
       const std::size_t block = block_bytes(i);
       CUDA_CHECK(cudaMemcpy2DAsync(dinputs[i]->raw(), block, static_cast<const char*>(dy.raw()) + offset, out_pitch(),
                                    block, rows(), cudaMemcpyDeviceToDevice, ctx_->stream()));
@@ -46,9 +46,10 @@ class CopyConcat final : public ConcatPlan {
     DPTRAIN_CHECK(count == inputs_.size(), who_, ": made for ", inputs_.size(), " inputs but given ", count);
   }
   std::size_t block_bytes(std::size_t i) const {
-    return static_cast<std::size_t>(inputs_[i].per_sample()) * sizeof(float);
+    return static_cast<std::size_t>(inputs_[i].per_sample()) * element_size();
   }
-  std::size_t out_pitch() const { return static_cast<std::size_t>(output_.per_sample()) * sizeof(float); }
+  std::size_t out_pitch() const { return static_cast<std::size_t>(output_.per_sample()) * element_size(); }
+  std::size_t element_size() const { return size_of(ctx_->activation_dtype()); }  // 4, or 2 in bf16/fp16
   std::size_t rows() const { return static_cast<std::size_t>(output_[0]); }
 
   CudaContextPtr ctx_;

@@ -12,7 +12,9 @@ int made_current(int device) {
 }
 }  // namespace
 
-CudaContext::CudaContext(int device) : device_(made_current(device)) {
+CudaContext::CudaContext(int device, DType activation) : device_(made_current(device)), activation_(activation) {
+  DPTRAIN_CHECK(activation == DType::f32 || activation == DType::bf16 || activation == DType::f16,
+                "CUDA backend: activations must be f32, bf16 or f16, not ", name_of(activation));
   allocator_ = std::make_shared<CachingAllocator>(device);
   try {
     CUDNN_CHECK(cudnnCreate(&cudnn_));

@@ -15,12 +15,16 @@ namespace dptrain::cuda {
 
 class CudaContext {
  public:
-  explicit CudaContext(int device);
+  // `activation` is the element type of activations and their gradients (f32, bf16 or f16): what
+  // Backend::allocate_activation returns and what every plan accepts for x, y, dx and dy.
+  explicit CudaContext(int device, DType activation = DType::f32);
   ~CudaContext();
   CudaContext(const CudaContext&) = delete;
   CudaContext& operator=(const CudaContext&) = delete;
 
   int device() const { return device_; }
+  DType activation_dtype() const { return activation_; }
+  bool low_precision() const { return activation_ != DType::f32; }
   cudaStream_t stream() const { return stream_.get(); }
   cudnnHandle_t cudnn() const { return cudnn_; }
   cublasHandle_t cublas() const { return cublas_; }
@@ -35,6 +39,7 @@ class CudaContext {
 
  private:
   int device_;
+  DType activation_;
   Stream stream_;  // made after cudaSetDevice (see the constructor), destroyed after the handles
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
@@ -49,6 +54,12 @@ using CudaContextPtr = std::shared_ptr<CudaContext>;
 // and of `shape`.
 void check_device_tensor(const CudaContext& ctx, const Tensor& t, const Shape& shape, const std::string& who,
                          const char* what, DType dtype = DType::f32);
+
+// check_device_tensor for an activation (or activation gradient): of the context's activation type.
+inline void check_activation(const CudaContext& ctx, const Tensor& t, const Shape& shape, const std::string& who,
+                             const char* what) {
+  check_device_tensor(ctx, t, shape, who, what, ctx.activation_dtype());
+}
 
 // Typed device pointers, for kernels and library calls (the layout and device are checked above).
 inline float* device_floats(Tensor& t) { return static_cast<float*>(t.raw()); }

@@ -2,12 +2,22 @@
 // on the real buffers (cudnnFind*Ex) the first time it runs, within a workspace cap; the chosen
 // algorithm's workspace comes from the context's shared one. fp32 runs with FMA math only (no TF32),
 // so results agree with the CPU backend's to fp32 rounding.
+//
+// bf16/fp16: x, y, dx, dy and the filter are of the low type, the convolution computes in fp32
+// (cuDNN's PSEUDO_BFLOAT16_CONFIG / PSEUDO_HALF_CONFIG) with tensor-op math. The f32 master weight is
+// converted into the plan's low-precision copy at each forward, which the backward-data pass of the
+// same step reuses. cuDNN's legacy backward-filter writes dw in the type of x and dy, so it goes to a
+// low-precision scratch and is widened into the f32 weight gradient. Bias add and bias gradient are
+// our kernels (fp32 arithmetic, the bias gradient accumulated in fp32) instead of cudnnAddTensor and
+// cudnnConvolutionBackwardBias, whose bias tensor would have to share the low type.
 #include <algorithm>
 #include <array>
 #include <cstdlib>
 
 #include "dptrain/backend/cuda/descriptors.hpp"
+#include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
+#include "dptrain/backend/cuda/precision_kernels.hpp"
 
 namespace dptrain::cuda {
 namespace {
@@ -23,6 +33,7 @@ struct Chosen {
   bool done = false;
   Algo algo{};
   std::size_t workspace = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // the math type cuDNN timed the algorithm with
 };
 
 // Times the pass's algorithms once with `find(requested, &returned, results, workspace, bytes)` (a
@@ -36,7 +47,8 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& who, cons
   CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
   for (int i = 0; i < returned; ++i) {
     if (results[static_cast<std::size_t>(i)].status == CUDNN_STATUS_SUCCESS) {
-      chosen = {true, results[static_cast<std::size_t>(i)].algo, results[static_cast<std::size_t>(i)].memory};
+      const auto& found = results[static_cast<std::size_t>(i)];
+      chosen = {true, found.algo, found.memory, found.mathType};
       return;
     }
   }
@@ -50,82 +62,134 @@ class CudnnConvolution final : public ConvolutionPlan {
         spec_(spec),
         output_(convolution_output_shape(spec, spec.who)),
         weight_(convolution_weight_shape(spec)),
-        x_desc_(nchw_descriptor(spec.input)),
-        y_desc_(nchw_descriptor(output_)),
+        type_(ctx_->activation_dtype()),
+        x_desc_(nchw_descriptor(spec.input, type_)),
+        y_desc_(nchw_descriptor(output_, type_)),
         bias_desc_(channel_descriptor(spec.out_channels)) {
     const auto& w = spec.window;
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, spec.out_channels,
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NCHW, spec.out_channels,
                                            static_cast<int>(spec.input[1]), w.kernel_h, w.kernel_w));
-    // Cross-correlation is what every framework (and oneDNN) calls convolution.
+    // Cross-correlation is what every framework (and oneDNN) calls convolution. The compute type is
+    // fp32 in every precision.
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, w.pad_h, w.pad_w, w.stride_h, w.stride_w, 1, 1,
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, CUDNN_FMA_MATH));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, low() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    if (low()) {
+      weight_low_ = ctx_->allocate(weight_, type_);
+      dweight_low_ = ctx_->allocate(weight_, type_);
+    }
   }
 
   void forward(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) override {
-    check(x, spec_.input, "input");
+    check_data(x, spec_.input, "input");
     check(weight, weight_, "weight");
-    check(y, output_, "output");
+    check_data(y, output_, "output");
+    const void* w = compute_weight(weight, true);
+    use_math_of(forward_);
     choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
         forward_, *ctx_, spec_.who, "forward", [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
-          return cudnnFindConvolutionForwardAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), w_desc_, weight.raw(),
-                                                        conv_desc_, y_desc_, y.raw(), n, count, results, ws, bytes);
+          return cudnnFindConvolutionForwardAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), w_desc_, w, conv_desc_,
+                                                        y_desc_, y.raw(), n, count, results, ws, bytes);
         });
+    use_math_of(forward_);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &one, x_desc_, x.raw(), w_desc_, weight.raw(), conv_desc_,
-                                        forward_.algo, ctx_->workspace(forward_.workspace), forward_.workspace, &zero,
-                                        y_desc_, y.raw()));
+    CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &one, x_desc_, x.raw(), w_desc_, w, conv_desc_, forward_.algo,
+                                        ctx_->workspace(forward_.workspace), forward_.workspace, &zero, y_desc_,
+                                        y.raw()));
     if (spec_.bias) {
       check(bias, Shape{spec_.out_channels}, "bias");
-      CUDNN_CHECK(cudnnAddTensor(ctx_->cudnn(), &one, bias_desc_, bias.raw(), &one, y_desc_, y.raw()));
+      if (low()) {
+        kernels::add_channel_bias(device_floats(bias), y.raw(), type_, output_[0], output_[1], output_[2] * output_[3],
+                                  ctx_->stream());
+      } else {
+        CUDNN_CHECK(cudnnAddTensor(ctx_->cudnn(), &one, bias_desc_, bias.raw(), &one, y_desc_, y.raw()));
+      }
     }
   }
 
   void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) override {
-    check(dy, output_, "output gradient");
+    check_data(dy, output_, "output gradient");
     check(weight, weight_, "weight");
-    check(dx, spec_.input, "input gradient");
+    check_data(dx, spec_.input, "input gradient");
+    const void* w = compute_weight(weight, false);
+    use_math_of(data_);
     choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
         data_, *ctx_, spec_.who, "backward-data", [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
-          return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_->cudnn(), w_desc_, weight.raw(), y_desc_, dy.raw(),
-                                                             conv_desc_, x_desc_, dx.raw(), n, count, results, ws,
-                                                             bytes);
+          return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_->cudnn(), w_desc_, w, y_desc_, dy.raw(), conv_desc_,
+                                                             x_desc_, dx.raw(), n, count, results, ws, bytes);
         });
+    use_math_of(data_);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, weight.raw(), y_desc_, dy.raw(),
+    CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, w, y_desc_, dy.raw(),
                                              conv_desc_, data_.algo, ctx_->workspace(data_.workspace), data_.workspace,
                                              &zero, x_desc_, dx.raw()));
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {
-    check(x, spec_.input, "input");
-    check(dy, output_, "output gradient");
+    check_data(x, spec_.input, "input");
+    check_data(dy, output_, "output gradient");
     check(dweight, weight_, "weight gradient");
+    void* dw = low() ? dweight_low_.raw() : dweight.raw();
+    use_math_of(filter_);
     choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
         filter_, *ctx_, spec_.who, "backward-weights",
         [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
           return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), y_desc_, dy.raw(),
-                                                               conv_desc_, w_desc_, dweight.raw(), n, count, results,
-                                                               ws, bytes);
+                                                               conv_desc_, w_desc_, dw, n, count, results, ws, bytes);
         });
+    use_math_of(filter_);
     const float one = 1.f, zero = 0.f;
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &one, x_desc_, x.raw(), y_desc_, dy.raw(), conv_desc_,
                                                filter_.algo, ctx_->workspace(filter_.workspace), filter_.workspace, &zero,
-                                               w_desc_, dweight.raw()));
+                                               w_desc_, dw));
+    if (low()) kernels::convert(dw, type_, dweight.raw(), DType::f32, dweight.numel(), ctx_->stream());
     if (spec_.bias) {
       check(dbias, Shape{spec_.out_channels}, "bias gradient");
-      CUDNN_CHECK(cudnnConvolutionBackwardBias(ctx_->cudnn(), &one, y_desc_, dy.raw(), &zero, bias_desc_, dbias.raw()));
+      if (low()) {
+        kernels::channel_sums(dy.raw(), type_, device_floats(dbias), output_[0], output_[1], output_[2] * output_[3],
+                              ctx_->stream());
+      } else {
+        CUDNN_CHECK(
+            cudnnConvolutionBackwardBias(ctx_->cudnn(), &one, y_desc_, dy.raw(), &zero, bias_desc_, dbias.raw()));
+      }
     }
   }
 
  private:
+  bool low() const { return type_ != DType::f32; }
+  // Parameters (weight, bias and their gradients) are f32 in every precision.
   void check(const Tensor& t, const Shape& shape, const char* what) const {
     check_device_tensor(*ctx_, t, shape, spec_.who, what);
+  }
+  void check_data(const Tensor& t, const Shape& shape, const char* what) const {
+    check_activation(*ctx_, t, shape, spec_.who, what);
+  }
+  // Low precision: the three passes share one convolution descriptor but may each pick an algorithm
+  // that cuDNN timed with another math type (tensor-op, or its fallback), and an algorithm must run
+  // with the math type it was found with. So the descriptor asks for tensor-op math while a pass is
+  // being timed and for the chosen algorithm's math type when it runs. fp32 keeps FMA math throughout.
+  template <typename Algo>
+  void use_math_of(const Chosen<Algo>& chosen) {
+    if (low()) CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, chosen.done ? chosen.math : CUDNN_TENSOR_OP_MATH));
+  }
+  // The filter cuDNN reads: the f32 master itself, or its low-precision copy. A forward refreshes the
+  // copy; the backward-data pass that follows in the same step reuses it unless it is handed another
+  // weight tensor than the forward converted (or runs first).
+  const void* compute_weight(const Tensor& weight, bool refresh) {
+    if (!low()) return weight.raw();
+    if (refresh || converted_from_ != weight.raw()) {
+      kernels::convert(weight.raw(), DType::f32, weight_low_.raw(), type_, weight.numel(), ctx_->stream());
+      converted_from_ = weight.raw();
+    }
+    return weight_low_.raw();
   }
 
   CudaContextPtr ctx_;
   ConvolutionSpec spec_;
   Shape output_, weight_;
+  DType type_;
+  Tensor weight_low_, dweight_low_;      // bf16/f16 only: the compute copy of the weight, the filter gradient
+  const void* converted_from_ = nullptr;  // the master weight weight_low_ was last converted from
   TensorDescriptor x_desc_, y_desc_, bias_desc_;
   FilterDescriptor w_desc_;
   ConvolutionDescriptor conv_desc_;

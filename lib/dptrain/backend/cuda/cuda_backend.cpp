@@ -1,5 +1,6 @@
 // The CUDA backend's table of ops. Every op is queued on the context's one compute stream; only
-// to_host (and measure_peak_gflops) wait for the device.
+// to_host (and measure_peak_gflops) wait for the device. In bf16/fp16 activations are of that type and
+// the element-wise ops take them as well as f32 tensors (fp32 arithmetic); parameters stay f32.
 #include "dptrain/backend/cuda/cuda_backend.hpp"
 
 #include <algorithm>
@@ -22,13 +23,27 @@ class CudaFence final : public Fence {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : ctx_(std::make_shared<CudaContext>(device)) {}
+  CudaBackend(int device, Precision precision)
+      : ctx_(std::make_shared<CudaContext>(device, activation_dtype(precision))), precision_(precision) {
+    if (precision == Precision::bf16) {
+      // bf16 arithmetic (and cuDNN's bf16 convolutions) need compute capability 8.0 (Ampere) or newer.
+      int major = 0;
+      CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx_->device()));
+      DPTRAIN_CHECK(major >= 8, "--precision bf16 needs a GPU of compute capability 8.0 or newer (Ampere); cuda:",
+                    ctx_->device(), " is ", major, ".x: use --precision fp16 or fp32");
+    }
+  }
   ~CudaBackend() override {
     cudaStreamSynchronize(ctx_->stream());
   }
 
-  std::string name() const override { return "cuda:" + std::to_string(ctx_->device()) + " (cuDNN, cuBLAS)"; }
+  std::string name() const override {
+    std::string libraries = "cuDNN, cuBLAS";
+    if (precision_ != Precision::fp32) libraries += ", " + std::string(name_of(precision_));
+    return "cuda:" + std::to_string(ctx_->device()) + " (" + libraries + ")";
+  }
   Device device() const override { return Device::cuda(ctx_->device()); }
+  Precision precision() const override { return precision_; }
 
   std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec& s) override {
     return cuda::make_convolution(ctx_, s);
@@ -51,13 +66,22 @@ class CudaBackend final : public Backend {
   std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& s) override { return cuda::make_dropout(ctx_, s); }
 
   Tensor allocate(Shape shape, DType dtype) override { return ctx_->allocate(shape, dtype); }
-  Tensor allocate_activation(Shape shape) override { return ctx_->allocate(shape, DType::f32); }
+  Tensor allocate_activation(Shape shape) override { return ctx_->allocate(shape, ctx_->activation_dtype()); }
 
   Tensor to_host(const Tensor& t) override {
     check_here(t, "to_host");
-    Tensor host = Tensor::empty(t.shape(), t.dtype());
-    if (t.bytes()) {
-      CUDA_CHECK(cudaMemcpyAsync(host.raw(), t.raw(), t.bytes(), cudaMemcpyDeviceToHost, ctx_->stream()));
+    // bf16/f16 come back as f32, widened on the device (the host never computes in 16 bits).
+    Tensor wide;
+    const Tensor* source = &t;
+    if (is_16_bit(t.dtype())) {
+      wide = ctx_->allocate(t.shape(), DType::f32);
+      kernels::convert(t.raw(), t.dtype(), wide.raw(), DType::f32, t.numel(), ctx_->stream());
+      source = &wide;
+    }
+    Tensor host = Tensor::empty(source->shape(), source->dtype());
+    if (source->bytes()) {
+      CUDA_CHECK(
+          cudaMemcpyAsync(host.raw(), source->raw(), source->bytes(), cudaMemcpyDeviceToHost, ctx_->stream()));
     }
     CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
     return host;
@@ -66,6 +90,18 @@ class CudaBackend final : public Backend {
     DPTRAIN_CHECK(host.device().is_cpu() && host.layout() == Layout::plain,
                   "copy_from_host: the source must be a plain host tensor");
     check_here(t, "copy_from_host");
+    if (host.dtype() == DType::f32 && is_16_bit(t.dtype())) {
+      DPTRAIN_CHECK(host.numel() == t.numel(), "copy_from_host: tensors of shapes ", host.shape().to_string(),
+                    " and ", t.shape().to_string(), " differ");
+      // Through an f32 device buffer, narrowed on the device; the buffer goes back to the caching
+      // allocator at once and is reused only by work queued after the conversion.
+      Tensor wide = ctx_->allocate(t.shape(), DType::f32);
+      if (t.numel()) {
+        CUDA_CHECK(cudaMemcpyAsync(wide.raw(), host.raw(), wide.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
+      }
+      kernels::convert(wide.raw(), DType::f32, t.raw(), t.dtype(), t.numel(), ctx_->stream());
+      return;
+    }
     check_same(host, t, "copy_from_host");
     // From pageable memory the call returns once the data is staged, so the caller may reuse `host`.
     if (t.bytes()) {
@@ -74,30 +110,36 @@ class CudaBackend final : public Backend {
   }
 
   void fill(Tensor& t, float value) override {
-    check_float(t, "fill");
-    kernels::fill(device_floats(t), t.numel(), value, ctx_->stream());
+    check_floating(t, "fill");
+    kernels::fill(t.raw(), t.dtype(), t.numel(), value, ctx_->stream());
   }
+  // Same element type: a device copy. Between f32, bf16 and f16: a conversion.
   void copy(const Tensor& src, Tensor& dst) override {
     check_here(src, "copy");
     check_here(dst, "copy");
+    if (src.dtype() != dst.dtype() && is_floating(src.dtype()) && is_floating(dst.dtype()) &&
+        src.numel() == dst.numel()) {
+      kernels::convert(src.raw(), src.dtype(), dst.raw(), dst.dtype(), src.numel(), ctx_->stream());
+      return;
+    }
     check_same(src, dst, "copy");
     if (src.raw() != dst.raw() && src.bytes()) {
       CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
     }
   }
   void add(const Tensor& a, const Tensor& b, Tensor& y) override {
-    check_float(a, "add");
-    check_float(b, "add");
-    check_float(y, "add");
+    check_floating(a, "add");
+    check_floating(b, "add");
+    check_floating(y, "add");
     check_same(a, y, "add");
     check_same(b, y, "add");
-    kernels::add(device_floats(a), device_floats(b), device_floats(y), y.numel(), ctx_->stream());
+    kernels::add(a.raw(), b.raw(), y.raw(), y.dtype(), y.numel(), ctx_->stream());
   }
   void axpby(float alpha, const Tensor& x, float beta, Tensor& y) override {
-    check_float(x, "axpby");
-    check_float(y, "axpby");
+    check_floating(x, "axpby");
+    check_floating(y, "axpby");
     check_same(x, y, "axpby");
-    kernels::axpby(alpha, device_floats(x), beta, device_floats(y), y.numel(), ctx_->stream());
+    kernels::axpby(alpha, x.raw(), beta, y.raw(), y.dtype(), y.numel(), ctx_->stream());
   }
   void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& h) override {
     check_float(weight, "sgd_update");
@@ -173,6 +215,13 @@ class CudaBackend final : public Backend {
     check_here(t, op);
     DPTRAIN_CHECK(t.dtype() == DType::f32, op, ": needs f32 tensors, not ", name_of(t.dtype()));
   }
+  // f32, or an activation type (bf16, f16).
+  void check_floating(const Tensor& t, const char* op) const {
+    check_here(t, op);
+    DPTRAIN_CHECK(is_floating(t.dtype()), op, ": needs f32, bf16 or f16 tensors, not ", name_of(t.dtype()));
+  }
+  static bool is_16_bit(DType type) { return type == DType::bf16 || type == DType::f16; }
+  static bool is_floating(DType type) { return type == DType::f32 || is_16_bit(type); }
   static void check_same(const Tensor& a, const Tensor& b, const char* op) {
     DPTRAIN_CHECK(a.numel() == b.numel() && a.dtype() == b.dtype(), op, ": tensors of shapes ",
                   a.shape().to_string(), " (", name_of(a.dtype()), ") and ", b.shape().to_string(), " (",
@@ -180,6 +229,7 @@ class CudaBackend final : public Backend {
   }
 
   CudaContextPtr ctx_;
+  Precision precision_;
   Tensor nonfinite_;  // the overflow flag of scale_and_check_finite
 };
 
@@ -198,7 +248,6 @@ void reset_peak_memory(Backend& backend) { as_cuda(backend).context().allocator(
 
 namespace dptrain {
 std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision) {
-  DPTRAIN_CHECK(precision == Precision::fp32, "--precision ", name_of(precision), " is not implemented yet");
-  return std::make_unique<cuda::CudaBackend>(device);
+  return std::make_unique<cuda::CudaBackend>(device, precision);
 }
 }  // namespace dptrain

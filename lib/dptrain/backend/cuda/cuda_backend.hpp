@@ -9,6 +9,7 @@
 namespace dptrain {
 
 // A backend on GPU `device` (an ordinal among the visible devices); it makes that device current.
+// `precision` bf16 or fp16 keeps activations in that type (fp32 master weights; see backend.hpp).
 std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision = Precision::fp32);
 
 namespace cuda {

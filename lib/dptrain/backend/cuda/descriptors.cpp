@@ -2,6 +2,7 @@
 
 #include <array>
 #include <limits>
+#include <string>
 
 #include "dptrain/core/error.hpp"
 
@@ -14,13 +15,30 @@ int narrow(std::int64_t value) {
 }
 }  // namespace
 
-TensorDescriptor nchw_descriptor(const Shape& shape) {
+cudnnDataType_t cudnn_type(DType type) {
+  switch (type) {
+    case DType::f32: return CUDNN_DATA_FLOAT;
+    case DType::f16: return CUDNN_DATA_HALF;
+    case DType::bf16:
+#if CUDNN_MAJOR > 8 || (CUDNN_MAJOR == 8 && CUDNN_MINOR >= 1)
+      return CUDNN_DATA_BFLOAT16;
+#else
+      throw Error("cuDNN " + std::to_string(CUDNN_MAJOR) + "." + std::to_string(CUDNN_MINOR) +
+                  " has no bfloat16; bf16 needs cuDNN 8.1 or newer (use --precision fp16 or fp32)");
+#endif
+    default: break;
+  }
+  throw Error("cuDNN: no tensor type for " + std::string(name_of(type)));
+}
+
+TensorDescriptor nchw_descriptor(const Shape& shape, DType type) {
   DPTRAIN_CHECK(shape.rank() >= 1 && shape.rank() <= 4, "cuDNN: cannot describe a tensor of shape ",
                 shape.to_string(), " as NCHW");
   std::array<int, 4> dims{1, 1, 1, 1};
   for (int axis = 0; axis < shape.rank(); ++axis) dims[static_cast<std::size_t>(axis)] = narrow(shape[axis]);
   TensorDescriptor d;
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, dims[0], dims[1], dims[2], dims[3]));
+  CUDNN_CHECK(
+      cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, cudnn_type(type), dims[0], dims[1], dims[2], dims[3]));
   return d;
 }
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "dptrain/backend/cuda/check_cuda.hpp"
+#include "dptrain/core/dtype.hpp"
 #include "dptrain/core/shape.hpp"
 
 namespace dptrain::cuda {
@@ -35,8 +36,12 @@ using ConvolutionDescriptor =
     Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor, cudnnDestroyConvolutionDescriptor>;
 using LrnDescriptor = Descriptor<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor, cudnnDestroyLRNDescriptor>;
 
-// A float NCHW tensor descriptor of a 4-D shape; a shape of lower rank is padded with ones at the end.
-TensorDescriptor nchw_descriptor(const Shape& shape);
+// cuDNN's name for an element type (f32, bf16, f16); bf16 needs cuDNN 8.1 or newer.
+cudnnDataType_t cudnn_type(DType type);
+
+// An NCHW tensor descriptor of a 4-D shape (f32 unless `type` says otherwise); a shape of lower rank is
+// padded with ones at the end.
+TensorDescriptor nchw_descriptor(const Shape& shape, DType type = DType::f32);
 // The per-channel [1, C, 1, 1] descriptor for biases.
 TensorDescriptor channel_descriptor(std::int64_t channels);
 

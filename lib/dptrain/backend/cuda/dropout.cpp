@@ -1,5 +1,6 @@
 // Inverted dropout with the CPU backend's mask: the same Philox words (core/philox_block.hpp) at the
-// same (seed, stream, global element index), so both backends drop the same elements.
+// same (seed, stream, global element index), so both backends drop the same elements. The mask is f32
+// in every precision; bf16/fp16 activations are multiplied in fp32 and rounded once.
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 
@@ -15,18 +16,18 @@ class KernelDropout final : public DropoutPlan {
   }
 
   void forward(const Tensor& x, Tensor& y, const RandomPosition& position) override {
-    check_device_tensor(*ctx_, x, spec_.input, spec_.who, "input");
-    check_device_tensor(*ctx_, y, spec_.input, spec_.who, "output");
+    check_activation(*ctx_, x, spec_.input, spec_.who, "input");
+    check_activation(*ctx_, y, spec_.input, spec_.who, "output");
     kernels::dropout_mask(device_floats(mask_), spec_.input[0], spec_.input.per_sample(), position.seed,
                           position.stream, position.first_sample, spec_.probability,
                           1.f / (1.f - spec_.probability), ctx_->stream());
-    kernels::multiply(device_floats(x), device_floats(mask_), device_floats(y), x.numel(), ctx_->stream());
+    kernels::multiply(x.raw(), device_floats(mask_), y.raw(), y.dtype(), x.numel(), ctx_->stream());
   }
 
   void backward(const Tensor& dy, Tensor& dx) override {
-    check_device_tensor(*ctx_, dy, spec_.input, spec_.who, "output gradient");
-    check_device_tensor(*ctx_, dx, spec_.input, spec_.who, "input gradient");
-    kernels::multiply(device_floats(dy), device_floats(mask_), device_floats(dx), dy.numel(), ctx_->stream());
+    check_activation(*ctx_, dy, spec_.input, spec_.who, "output gradient");
+    check_activation(*ctx_, dx, spec_.input, spec_.who, "input gradient");
+    kernels::multiply(dy.raw(), device_floats(mask_), dx.raw(), dx.dtype(), dy.numel(), ctx_->stream());
   }
 
  private:

@@ -1,19 +1,27 @@
-// Element-wise kernels: memory-bound one-liners, each a grid-stride loop.
+// Element-wise kernels: memory-bound one-liners, each a grid-stride loop. The activation kernels are
+// templated on the element type (element.cuh); with float they are the original fp32 kernels.
+#include "dptrain/backend/cuda/element.cuh"
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/launch.cuh"
 #include "dptrain/core/philox_block.hpp"
 
 namespace dptrain::cuda::kernels {
 namespace {
-__global__ void fill_kernel(float* y, std::int64_t n, float value) {
-  DPTRAIN_GRID_STRIDE(i, n) y[i] = value;
+template <typename T>
+__global__ void fill_kernel(T* y, std::int64_t n, float value) {
+  const T v = from_float<T>(value);
+  DPTRAIN_GRID_STRIDE(i, n) y[i] = v;
 }
-__global__ void add_kernel(const float* a, const float* b, float* y, std::int64_t n) {
-  DPTRAIN_GRID_STRIDE(i, n) y[i] = a[i] + b[i];
+template <typename T>
+__global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t n) {
+  DPTRAIN_GRID_STRIDE(i, n) y[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
 }
-__global__ void axpby_kernel(float alpha, const float* x, float beta, float* y, std::int64_t n) {
+template <typename T>
+__global__ void axpby_kernel(float alpha, const T* x, float beta, T* y, std::int64_t n) {
   // beta == 0 overwrites: y may hold garbage (NaN) that 0 * y would keep.
-  DPTRAIN_GRID_STRIDE(i, n) y[i] = beta == 0.f ? alpha * x[i] : alpha * x[i] + beta * y[i];
+  DPTRAIN_GRID_STRIDE(i, n) {
+    y[i] = from_float<T>(beta == 0.f ? alpha * to_float(x[i]) : alpha * to_float(x[i]) + beta * to_float(y[i]));
+  }
 }
 // The CPU backend's formula: g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
 __global__ void sgd_kernel(float* w, const float* g, float* v, std::int64_t n, float lr, float m, float wd,
@@ -25,14 +33,44 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, std::int64_t n, f
     w[i] -= lr * (nesterov ? decayed + m * velocity : velocity);
   }
 }
-__global__ void relu_forward_kernel(const float* x, float* y, std::int64_t n) {
-  DPTRAIN_GRID_STRIDE(i, n) y[i] = x[i] > 0.f ? x[i] : 0.f;
+template <typename T>
+__global__ void relu_forward_kernel(const T* x, T* y, std::int64_t n) {
+  DPTRAIN_GRID_STRIDE(i, n) {
+    const float v = to_float(x[i]);
+    y[i] = from_float<T>(v > 0.f ? v : 0.f);
+  }
 }
-__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, std::int64_t n) {
-  DPTRAIN_GRID_STRIDE(i, n) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+template <typename T>
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t n) {
+  DPTRAIN_GRID_STRIDE(i, n) dx[i] = from_float<T>(to_float(y[i]) > 0.f ? to_float(dy[i]) : 0.f);
 }
 __global__ void broadcast_rows_kernel(const float* bias, float* y, std::int64_t rows, std::int64_t cols) {
   DPTRAIN_GRID_STRIDE(i, rows * cols) y[i] = bias[i % cols];
+}
+template <typename T>
+__global__ void add_channel_bias_kernel(const float* bias, T* y, std::int64_t n, std::int64_t channels,
+                                        std::int64_t plane) {
+  DPTRAIN_GRID_STRIDE(i, n) y[i] = from_float<T>(to_float(y[i]) + bias[(i / plane) % channels]);
+}
+// One block per channel; each thread sums a strided share, then a shared-memory tree.
+template <typename T>
+__global__ void channel_sums_kernel(const T* dy, float* sums, std::int64_t samples, std::int64_t channels,
+                                    std::int64_t plane) {
+  __shared__ float shared[kThreads];
+  const std::int64_t c = blockIdx.x;
+  const std::int64_t per_channel = samples * plane;
+  float sum = 0.f;
+  for (std::int64_t j = threadIdx.x; j < per_channel; j += blockDim.x) {
+    const std::int64_t s = j / plane, p = j % plane;
+    sum += to_float(dy[(s * channels + c) * plane + p]);
+  }
+  shared[threadIdx.x] = sum;
+  __syncthreads();
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) sums[c] = shared[0];
 }
 __global__ void dropout_mask_kernel(float* mask, std::int64_t n, std::uint64_t seed, std::uint64_t stream_id,
                                     std::uint64_t first_word, float probability, float keep_scale) {
@@ -41,29 +79,48 @@ __global__ void dropout_mask_kernel(float* mask, std::int64_t n, std::uint64_t s
     mask[i] = u >= probability ? keep_scale : 0.f;
   }
 }
-__global__ void multiply_kernel(const float* a, const float* b, float* y, std::int64_t n) {
-  DPTRAIN_GRID_STRIDE(i, n) y[i] = a[i] * b[i];
+template <typename T>
+__global__ void multiply_kernel(const T* a, const float* b, T* y, std::int64_t n) {
+  DPTRAIN_GRID_STRIDE(i, n) y[i] = from_float<T>(to_float(a[i]) * b[i]);
 }
 __global__ void inverse_std_kernel(const float* variance, float epsilon, float* inverse_std, std::int64_t n) {
   DPTRAIN_GRID_STRIDE(i, n) inverse_std[i] = rsqrtf(variance[i] + epsilon);
 }
+
+template <typename T> T* typed(void* p) { return static_cast<T*>(p); }
+template <typename T> const T* typed(const void* p) { return static_cast<const T*>(p); }
 }  // namespace
 
-void fill(float* y, std::int64_t n, float value, cudaStream_t stream) {
+void fill(float* y, std::int64_t n, float value, cudaStream_t stream) { fill(y, DType::f32, n, value, stream); }
+
+void fill(void* y, DType type, std::int64_t n, float value, cudaStream_t stream) {
   if (n == 0) return;
-  fill_kernel<<<grid_for(n), kThreads, 0, stream>>>(y, n, value);
+  with_element_type(type, "fill", [&](auto element) {
+    using T = decltype(element);
+    fill_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(y), n, value);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 
-void add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t stream) {
+void add(const void* a, const void* b, void* y, DType type, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  add_kernel<<<grid_for(n), kThreads, 0, stream>>>(a, b, y, n);
+  with_element_type(type, "add", [&](auto element) {
+    using T = decltype(element);
+    add_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(a), typed<T>(b), typed<T>(y), n);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 
 void axpby(float alpha, const float* x, float beta, float* y, std::int64_t n, cudaStream_t stream) {
+  axpby(alpha, static_cast<const void*>(x), beta, static_cast<void*>(y), DType::f32, n, stream);
+}
+
+void axpby(float alpha, const void* x, float beta, void* y, DType type, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  axpby_kernel<<<grid_for(n), kThreads, 0, stream>>>(alpha, x, beta, y, n);
+  with_element_type(type, "axpby", [&](auto element) {
+    using T = decltype(element);
+    axpby_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(alpha, typed<T>(x), beta, typed<T>(y), n);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 
@@ -75,21 +132,49 @@ void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t 
   DPTRAIN_CHECK_LAUNCH();
 }
 
-void relu_forward(const float* x, float* y, std::int64_t n, cudaStream_t stream) {
+void relu_forward(const void* x, void* y, DType type, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  relu_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, n);
+  with_element_type(type, "relu_forward", [&](auto element) {
+    using T = decltype(element);
+    relu_forward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(x), typed<T>(y), n);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 
-void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n, cudaStream_t stream) {
+void relu_backward(const void* y, const void* dy, void* dx, DType type, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  relu_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(y, dy, dx, n);
+  with_element_type(type, "relu_backward", [&](auto element) {
+    using T = decltype(element);
+    relu_backward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(y), typed<T>(dy), typed<T>(dx), n);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 
 void broadcast_rows(const float* bias, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
   if (rows * cols == 0) return;
   broadcast_rows_kernel<<<grid_for(rows * cols), kThreads, 0, stream>>>(bias, y, rows, cols);
+  DPTRAIN_CHECK_LAUNCH();
+}
+
+void add_channel_bias(const float* bias, void* y, DType type, std::int64_t samples, std::int64_t channels,
+                      std::int64_t plane, cudaStream_t stream) {
+  const std::int64_t n = samples * channels * plane;
+  if (n == 0) return;
+  with_element_type(type, "add_channel_bias", [&](auto element) {
+    using T = decltype(element);
+    add_channel_bias_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(bias, typed<T>(y), n, channels, plane);
+  });
+  DPTRAIN_CHECK_LAUNCH();
+}
+
+void channel_sums(const void* dy, DType type, float* sums, std::int64_t samples, std::int64_t channels,
+                  std::int64_t plane, cudaStream_t stream) {
+  if (channels == 0) return;
+  with_element_type(type, "channel_sums", [&](auto element) {
+    using T = decltype(element);
+    channel_sums_kernel<T><<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(typed<T>(dy), sums, samples,
+                                                                                     channels, plane);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 
@@ -106,9 +191,12 @@ void dropout_mask(float* mask, std::int64_t samples, std::int64_t per_sample, st
   DPTRAIN_CHECK_LAUNCH();
 }
 
-void multiply(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t stream) {
+void multiply(const void* a, const float* mask, void* y, DType type, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  multiply_kernel<<<grid_for(n), kThreads, 0, stream>>>(a, b, y, n);
+  with_element_type(type, "multiply", [&](auto element) {
+    using T = decltype(element);
+    multiply_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(a), mask, typed<T>(y), n);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 

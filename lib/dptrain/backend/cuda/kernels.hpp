@@ -1,39 +1,57 @@
 #pragma once
 // Our own CUDA kernels, behind plain C++ launchers so that only the .cu files need nvcc. Every
 // launcher queues work on `stream` and checks the launch; none synchronises.
+//
+// Activations may be f32, bf16 or f16 (`DType type`, void pointers): loads widen to float, the
+// arithmetic is fp32 and stores round once. With f32 they compute exactly what the float-only
+// kernels always did. Parameters, their gradients, masks and statistics are always f32.
 #include <cstdint>
 
 #include <cuda_runtime.h>
+
+#include "dptrain/core/dtype.hpp"
 
 namespace dptrain::cuda::kernels {
 
 // elementwise_kernels.cu
 void fill(float* y, std::int64_t n, float value, cudaStream_t stream);
-void add(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t stream);
+void fill(void* y, DType type, std::int64_t n, float value, cudaStream_t stream);
+void add(const void* a, const void* b, void* y, DType type, std::int64_t n, cudaStream_t stream);
 void axpby(float alpha, const float* x, float beta, float* y, std::int64_t n, cudaStream_t stream);
+void axpby(float alpha, const void* x, float beta, void* y, DType type, std::int64_t n, cudaStream_t stream);
 void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate,
                 float momentum, float weight_decay, bool nesterov, cudaStream_t stream);
-void relu_forward(const float* x, float* y, std::int64_t n, cudaStream_t stream);
-void relu_backward(const float* y, const float* dy, float* dx, std::int64_t n, cudaStream_t stream);
+void relu_forward(const void* x, void* y, DType type, std::int64_t n, cudaStream_t stream);
+void relu_backward(const void* y, const void* dy, void* dx, DType type, std::int64_t n, cudaStream_t stream);
 // y[r, c] = bias[c] for every row r of a row-major [rows, cols] matrix.
 void broadcast_rows(const float* bias, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+// y[s, c, p] += bias[c] for y of [samples, channels, plane] (a convolution's NCHW output with plane =
+// H*W, or a linear layer's [N, O] output with plane = 1).
+void add_channel_bias(const float* bias, void* y, DType type, std::int64_t samples, std::int64_t channels,
+                      std::int64_t plane, cudaStream_t stream);
+// sums[c] = sum over s and p of dy[s, c, p], accumulated in fp32 (one block per channel, no atomics):
+// the bias gradient of a convolution or linear layer.
+void channel_sums(const void* dy, DType type, float* sums, std::int64_t samples, std::int64_t channels,
+                  std::int64_t plane, cudaStream_t stream);
 // mask[n, e] = keep_scale if Philox(seed, stream_id) word ((first_sample + n) * per_sample + e) is kept,
 // else 0: the CPU backend's mask, element for element.
 void dropout_mask(float* mask, std::int64_t samples, std::int64_t per_sample, std::uint64_t seed,
                   std::uint64_t stream_id, std::int64_t first_sample, float probability, float keep_scale,
                   cudaStream_t stream);
-void multiply(const float* a, const float* b, float* y, std::int64_t n, cudaStream_t stream);
+// y = a * mask (a and y of `type`, the mask f32).
+void multiply(const void* a, const float* mask, void* y, DType type, std::int64_t n, cudaStream_t stream);
 // inverse_std[c] = 1 / sqrt(variance[c] + epsilon): what cuDNN's batch-norm backward takes.
 void inverse_std(const float* variance, float epsilon, float* inverse_std, std::int64_t n, cudaStream_t stream);
 
-// loss_kernels.cu: softmax with (label-smoothed) cross-entropy, rows of `classes` logits.
+// loss_kernels.cu: softmax with (label-smoothed) cross-entropy, rows of `classes` logits (of
+// `logits_type`); probabilities and losses are f32, the logits gradient is of `logits_type`.
 // `row_loss` is scratch of `rows` floats; `loss` receives the batch mean.
-void softmax_cross_entropy_forward(const float* logits, const std::int32_t* labels, float* probabilities,
-                                   float* row_loss, float* loss, std::int64_t rows, std::int64_t classes,
-                                   float label_smoothing, cudaStream_t stream);
-void softmax_cross_entropy_backward(const float* probabilities, const std::int32_t* labels, float* dlogits,
-                                    std::int64_t rows, std::int64_t classes, float label_smoothing, float scale,
-                                    cudaStream_t stream);
+void softmax_cross_entropy_forward(const void* logits, DType logits_type, const std::int32_t* labels,
+                                   float* probabilities, float* row_loss, float* loss, std::int64_t rows,
+                                   std::int64_t classes, float label_smoothing, cudaStream_t stream);
+void softmax_cross_entropy_backward(const float* probabilities, const std::int32_t* labels, void* dlogits,
+                                    DType logits_type, std::int64_t rows, std::int64_t classes,
+                                    float label_smoothing, float scale, cudaStream_t stream);
 
 // pooling_kernels.cu: 2-D pooling over `planes` = N*C planes with explicit padding before (pad_h,
 // pad_w) and after (pad_h + extra_h, pad_w + extra_w), the oneDNN semantics of the CPU backend.
@@ -44,9 +62,9 @@ struct PoolGeometry {
   int kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
 };
 // `argmax` (max pooling only): per output, the index within its plane of the input it came from.
-void pool_forward(const float* x, float* y, std::int32_t* argmax, const PoolGeometry& g, PoolKind kind,
+void pool_forward(const void* x, void* y, DType type, std::int32_t* argmax, const PoolGeometry& g, PoolKind kind,
                   cudaStream_t stream);
-void pool_backward(const float* dy, const std::int32_t* argmax, float* dx, const PoolGeometry& g, PoolKind kind,
-                   cudaStream_t stream);
+void pool_backward(const void* dy, const std::int32_t* argmax, void* dx, DType type, const PoolGeometry& g,
+                   PoolKind kind, cudaStream_t stream);
 
 }  // namespace dptrain::cuda::kernels

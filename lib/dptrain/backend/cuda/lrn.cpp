@@ -1,8 +1,14 @@
 // Local response normalization across channels on cuDNN. cuDNN, like Caffe and oneDNN, divides alpha
 // by the window size, so the hyper-parameters carry over unchanged. Its backward pass reads the
 // forward output, which the interface does not hand back, so a training forward keeps a copy.
+//
+// bf16/fp16: cuDNN's LRN documents its data types per version (BFLOAT16 nowhere we could rely on for
+// cuDNN 8 and 9), and LRN runs only in GoogLeNet's stem, on two small tensors. So the plan widens its
+// inputs into f32 scratch, runs the f32 routine and rounds the result into the low type; the kept
+// forward output is the f32 one, so the backward reads exactly what the forward computed.
 #include "dptrain/backend/cuda/descriptors.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
+#include "dptrain/backend/cuda/precision_kernels.hpp"
 
 namespace dptrain::cuda {
 namespace {
@@ -16,39 +22,63 @@ class CudnnLrn final : public LrnPlan {
                   spec.size);
     DPTRAIN_CHECK(spec.k >= CUDNN_LRN_MIN_K && spec.beta >= CUDNN_LRN_MIN_BETA, spec.who,
                   ": cuDNN needs k >= ", CUDNN_LRN_MIN_K, " and beta >= ", CUDNN_LRN_MIN_BETA);
-    desc_ = nchw_descriptor(spec.input);
+    type_ = ctx_->activation_dtype();
+    desc_ = nchw_descriptor(spec.input);  // f32 in every precision (see above)
     CUDNN_CHECK(cudnnSetLRNDescriptor(lrn_, static_cast<unsigned>(spec.size), spec.alpha, spec.beta, spec.k));
   }
 
   void forward(const Tensor& x, Tensor& y, bool training) override {
-    check_device_tensor(*ctx_, x, spec_.input, spec_.who, "input");
-    check_device_tensor(*ctx_, y, spec_.input, spec_.who, "output");
+    check_activation(*ctx_, x, spec_.input, spec_.who, "input");
+    check_activation(*ctx_, y, spec_.input, spec_.who, "output");
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnLRNCrossChannelForward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_, x.raw(),
-                                            &zero, desc_, y.raw()));
+    Tensor wide_x = widened(x);
+    if (training && (!output_.defined() || output_.numel() == 0)) output_ = ctx_->allocate(spec_.input, DType::f32);
+    // Low precision writes the f32 result where the backward will read it (training) or in scratch.
+    Tensor wide_y = !low() ? Tensor() : training ? output_ : ctx_->allocate(spec_.input, DType::f32);
+    CUDNN_CHECK(cudnnLRNCrossChannelForward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
+                                            low() ? wide_x.raw() : x.raw(), &zero, desc_,
+                                            low() ? wide_y.raw() : y.raw()));
+    if (low()) kernels::convert(wide_y.raw(), DType::f32, y.raw(), type_, y.numel(), ctx_->stream());
     if (training) {
-      if (!output_.defined() || output_.numel() == 0) output_ = ctx_->allocate(spec_.input, DType::f32);
-      CUDA_CHECK(cudaMemcpyAsync(output_.raw(), y.raw(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
+      if (!low()) {
+        CUDA_CHECK(cudaMemcpyAsync(output_.raw(), y.raw(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
+      }
       have_output_ = true;
     }
   }
 
   void backward(const Tensor& x, const Tensor& dy, Tensor& dx) override {
-    check_device_tensor(*ctx_, x, spec_.input, spec_.who, "input");
-    check_device_tensor(*ctx_, dy, spec_.input, spec_.who, "output gradient");
-    check_device_tensor(*ctx_, dx, spec_.input, spec_.who, "input gradient");
+    check_activation(*ctx_, x, spec_.input, spec_.who, "input");
+    check_activation(*ctx_, dy, spec_.input, spec_.who, "output gradient");
+    check_activation(*ctx_, dx, spec_.input, spec_.who, "input gradient");
     DPTRAIN_CHECK(have_output_, spec_.who, ": backward needs a training forward pass first");
     const float one = 1.f, zero = 0.f;
+    Tensor wide_x = widened(x), wide_dy = widened(dy);
+    Tensor wide_dx = low() ? ctx_->allocate(spec_.input, DType::f32) : Tensor();
     CUDNN_CHECK(cudnnLRNCrossChannelBackward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
-                                             output_.raw(), desc_, dy.raw(), desc_, x.raw(), &zero, desc_, dx.raw()));
+                                             output_.raw(), desc_, low() ? wide_dy.raw() : dy.raw(), desc_,
+                                             low() ? wide_x.raw() : x.raw(), &zero, desc_,
+                                             low() ? wide_dx.raw() : dx.raw()));
+    if (low()) kernels::convert(wide_dx.raw(), DType::f32, dx.raw(), type_, dx.numel(), ctx_->stream());
   }
 
  private:
+  bool low() const { return type_ != DType::f32; }
+  // Low precision: an f32 copy of `t` for this call (the caching allocator reuses blocks in stream
+  // order); fp32: nothing (the caller passes `t` itself).
+  Tensor widened(const Tensor& t) const {
+    if (!low()) return Tensor();
+    Tensor wide = ctx_->allocate(spec_.input, DType::f32);
+    kernels::convert(t.raw(), type_, wide.raw(), DType::f32, t.numel(), ctx_->stream());
+    return wide;
+  }
+
   CudaContextPtr ctx_;
   LrnSpec spec_;
+  DType type_ = DType::f32;
   TensorDescriptor desc_;
   LrnDescriptor lrn_;
-  Tensor output_;  // the latest training forward's output, which cuDNN's backward reads
+  Tensor output_;  // the latest training forward's output (f32), which cuDNN's backward reads
   bool have_output_ = false;
 };
 }  // namespace

@@ -1,6 +1,7 @@
 // Pooling on our own kernels (pooling_kernels.cu): Caffe's ceil rounding needs more padding after the
 // image than before it, which cuDNN's pooling descriptor cannot say, and the kernels then match the
-// CPU backend's oneDNN semantics exactly in every case.
+// CPU backend's oneDNN semantics exactly in every case. bf16/fp16 activations: fp32 arithmetic in the
+// kernels, one rounding per output.
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 
@@ -37,15 +38,15 @@ class KernelPooling final : public PoolingPlan {
   }
 
   void forward(const Tensor& x, Tensor& y, bool /*training: the argmax is cheap, always kept*/) override {
-    check_device_tensor(*ctx_, x, spec_.input, spec_.who, "input");
-    check_device_tensor(*ctx_, y, output_, spec_.who, "output");
-    kernels::pool_forward(device_floats(x), device_floats(y), argmax(), geometry_, kind_, ctx_->stream());
+    check_activation(*ctx_, x, spec_.input, spec_.who, "input");
+    check_activation(*ctx_, y, output_, spec_.who, "output");
+    kernels::pool_forward(x.raw(), y.raw(), x.dtype(), argmax(), geometry_, kind_, ctx_->stream());
   }
 
   void backward(const Tensor& dy, Tensor& dx) override {
-    check_device_tensor(*ctx_, dy, output_, spec_.who, "output gradient");
-    check_device_tensor(*ctx_, dx, spec_.input, spec_.who, "input gradient");
-    kernels::pool_backward(device_floats(dy), argmax(), device_floats(dx), geometry_, kind_, ctx_->stream());
+    check_activation(*ctx_, dy, output_, spec_.who, "output gradient");
+    check_activation(*ctx_, dx, spec_.input, spec_.who, "input gradient");
+    kernels::pool_backward(dy.raw(), argmax(), dx.raw(), dx.dtype(), geometry_, kind_, ctx_->stream());
   }
 
  private:

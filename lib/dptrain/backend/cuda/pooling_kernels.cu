@@ -6,6 +6,7 @@
 // is deterministic.
 #include <cfloat>
 
+#include "dptrain/backend/cuda/element.cuh"
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/launch.cuh"
 
@@ -22,12 +23,13 @@ __device__ float average_divisor(const PoolGeometry& g, PoolKind kind, int oh, i
   return static_cast<float>((h1 - h0) * (w1 - w0));
 }
 
-__global__ void pool_forward_kernel(const float* x, float* y, std::int32_t* argmax, PoolGeometry g, PoolKind kind) {
+template <typename T>
+__global__ void pool_forward_kernel(const T* x, T* y, std::int32_t* argmax, PoolGeometry g, PoolKind kind) {
   const std::int64_t per_plane = static_cast<std::int64_t>(g.out_height) * g.out_width;
   DPTRAIN_GRID_STRIDE(i, g.planes * per_plane) {
     const std::int64_t plane = i / per_plane;
     const int oh = static_cast<int>((i % per_plane) / g.out_width), ow = static_cast<int>(i % g.out_width);
-    const float* in = x + plane * g.height * g.width;
+    const T* in = x + plane * g.height * g.width;
     const int hs = window_start(oh, g.stride_h, g.pad_h), ws = window_start(ow, g.stride_w, g.pad_w);
     const int h0 = max(hs, 0), h1 = min(hs + g.kernel_h, g.height);
     const int w0 = max(ws, 0), w1 = min(ws + g.kernel_w, g.width);
@@ -36,26 +38,27 @@ __global__ void pool_forward_kernel(const float* x, float* y, std::int32_t* argm
       int where = -1;
       for (int h = h0; h < h1; ++h) {
         for (int w = w0; w < w1; ++w) {
-          const float v = in[h * g.width + w];
+          const float v = to_float(in[h * g.width + w]);
           if (where < 0 || v > best) {
             best = v;
             where = h * g.width + w;
           }
         }
       }
-      y[i] = best;
+      y[i] = from_float<T>(best);
       argmax[i] = where;
     } else {
       float sum = 0.f;
       for (int h = h0; h < h1; ++h) {
-        for (int w = w0; w < w1; ++w) sum += in[h * g.width + w];
+        for (int w = w0; w < w1; ++w) sum += to_float(in[h * g.width + w]);
       }
-      y[i] = sum / average_divisor(g, kind, oh, ow);
+      y[i] = from_float<T>(sum / average_divisor(g, kind, oh, ow));
     }
   }
 }
 
-__global__ void pool_backward_kernel(const float* dy, const std::int32_t* argmax, float* dx, PoolGeometry g,
+template <typename T>
+__global__ void pool_backward_kernel(const T* dy, const std::int32_t* argmax, T* dx, PoolGeometry g,
                                      PoolKind kind) {
   const std::int64_t per_plane = static_cast<std::int64_t>(g.height) * g.width;
   const std::int64_t out_per_plane = static_cast<std::int64_t>(g.out_height) * g.out_width;
@@ -67,7 +70,7 @@ __global__ void pool_backward_kernel(const float* dy, const std::int32_t* argmax
     const int oh1 = min((h + g.pad_h) / g.stride_h, g.out_height - 1);
     const int ow0 = w + g.pad_w < g.kernel_w ? 0 : (w + g.pad_w - g.kernel_w) / g.stride_w + 1;
     const int ow1 = min((w + g.pad_w) / g.stride_w, g.out_width - 1);
-    const float* grad = dy + plane * out_per_plane;
+    const T* grad = dy + plane * out_per_plane;
     const std::int32_t* source = argmax ? argmax + plane * out_per_plane : nullptr;
     const int here = h * g.width + w;
     float sum = 0.f;
@@ -75,30 +78,38 @@ __global__ void pool_backward_kernel(const float* dy, const std::int32_t* argmax
       for (int ow = ow0; ow <= ow1; ++ow) {
         const int o = oh * g.out_width + ow;
         if (kind == PoolKind::max) {
-          if (source[o] == here) sum += grad[o];
+          if (source[o] == here) sum += to_float(grad[o]);
         } else {
-          sum += grad[o] / average_divisor(g, kind, oh, ow);
+          sum += to_float(grad[o]) / average_divisor(g, kind, oh, ow);
         }
       }
     }
-    dx[i] = sum;
+    dx[i] = from_float<T>(sum);
   }
 }
 }  // namespace
 
-void pool_forward(const float* x, float* y, std::int32_t* argmax, const PoolGeometry& g, PoolKind kind,
+void pool_forward(const void* x, void* y, DType type, std::int32_t* argmax, const PoolGeometry& g, PoolKind kind,
                   cudaStream_t stream) {
   const std::int64_t n = g.planes * g.out_height * g.out_width;
   if (n == 0) return;
-  pool_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, y, argmax, g, kind);
+  with_element_type(type, "pool_forward", [&](auto element) {
+    using T = decltype(element);
+    pool_forward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                                 argmax, g, kind);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 
-void pool_backward(const float* dy, const std::int32_t* argmax, float* dx, const PoolGeometry& g, PoolKind kind,
-                   cudaStream_t stream) {
+void pool_backward(const void* dy, const std::int32_t* argmax, void* dx, DType type, const PoolGeometry& g,
+                   PoolKind kind, cudaStream_t stream) {
   const std::int64_t n = g.planes * g.height * g.width;
   if (n == 0) return;
-  pool_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(dy, argmax, dx, g, kind);
+  with_element_type(type, "pool_backward", [&](auto element) {
+    using T = decltype(element);
+    pool_backward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(dy), argmax,
+                                                                  static_cast<T*>(dx), g, kind);
+  });
   DPTRAIN_CHECK_LAUNCH();
 }
 

@@ -1,22 +1,11 @@
 // Conversions between f32 and the 16-bit types, and the fused unscale + overflow check of the
 // reduced gradients. Memory-bound grid-stride loops.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+#include "dptrain/backend/cuda/element.cuh"
 #include "dptrain/backend/cuda/launch.cuh"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
 
 namespace dptrain::cuda::kernels {
 namespace {
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-
-template <typename T> __device__ inline T from_float(float v);
-template <> __device__ inline float from_float<float>(float v) { return v; }
-template <> __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
-
 template <typename From, typename To>
 __global__ void convert_kernel(const From* src, To* dst, std::int64_t n) {
   DPTRAIN_GRID_STRIDE(i, n) dst[i] = from_float<To>(to_float(src[i]));

@@ -11,16 +11,16 @@ class KernelRelu final : public ReluPlan {
       : ctx_(std::move(ctx)), shape_(shape), who_(std::move(who)) {}
 
   void forward(const Tensor& x, Tensor& y) override {
-    check_device_tensor(*ctx_, x, shape_, who_, "input");
-    check_device_tensor(*ctx_, y, shape_, who_, "output");
-    kernels::relu_forward(device_floats(x), device_floats(y), shape_.numel(), ctx_->stream());
+    check_activation(*ctx_, x, shape_, who_, "input");
+    check_activation(*ctx_, y, shape_, who_, "output");
+    kernels::relu_forward(x.raw(), y.raw(), y.dtype(), shape_.numel(), ctx_->stream());
   }
 
   void backward(const Tensor& y, const Tensor& dy, Tensor& dx) override {
-    check_device_tensor(*ctx_, y, shape_, who_, "output");
-    check_device_tensor(*ctx_, dy, shape_, who_, "output gradient");
-    check_device_tensor(*ctx_, dx, shape_, who_, "input gradient");
-    kernels::relu_backward(device_floats(y), device_floats(dy), device_floats(dx), shape_.numel(), ctx_->stream());
+    check_activation(*ctx_, y, shape_, who_, "output");
+    check_activation(*ctx_, dy, shape_, who_, "output gradient");
+    check_activation(*ctx_, dx, shape_, who_, "input gradient");
+    kernels::relu_backward(y.raw(), dy.raw(), dx.raw(), dx.dtype(), shape_.numel(), ctx_->stream());
   }
 
  private:

@@ -1,5 +1,7 @@
 // Softmax with label-smoothed cross-entropy on our kernels (loss_kernels.cu). The labels stay on the
 // host (the net keeps them there), so they are checked there and copied to the device each forward.
+// Logits and their gradient are activations (bf16/fp16 in low precision); the probabilities and the
+// loss stay f32 and all arithmetic is fp32 (double sums), so the loss is read as precisely as in fp32.
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 
@@ -18,23 +20,23 @@ class KernelSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
   }
 
   void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss) override {
-    check_device_tensor(*ctx_, logits, spec_.logits, spec_.who, "logits");
+    check_activation(*ctx_, logits, spec_.logits, spec_.who, "logits");
     check_device_tensor(*ctx_, probabilities, spec_.logits, spec_.who, "probabilities");
     check_device_tensor(*ctx_, loss, Shape{1}, spec_.who, "loss");
     const std::int32_t* label = device_labels(labels);
-    kernels::softmax_cross_entropy_forward(device_floats(logits), label, device_floats(probabilities),
+    kernels::softmax_cross_entropy_forward(logits.raw(), logits.dtype(), label, device_floats(probabilities),
                                            device_floats(row_loss_), device_floats(loss), spec_.logits[0],
                                            spec_.logits[1], spec_.label_smoothing, ctx_->stream());
   }
 
   void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight, Tensor& dlogits) override {
     check_device_tensor(*ctx_, probabilities, spec_.logits, spec_.who, "probabilities");
-    check_device_tensor(*ctx_, dlogits, spec_.logits, spec_.who, "logits gradient");
+    check_activation(*ctx_, dlogits, spec_.logits, spec_.who, "logits gradient");
     const std::int64_t rows = spec_.logits[0];
     const float scale = rows ? loss_weight / static_cast<float>(rows) : 0.f;
-    kernels::softmax_cross_entropy_backward(device_floats(probabilities), device_labels(labels),
-                                            device_floats(dlogits), rows, spec_.logits[1], spec_.label_smoothing,
-                                            scale, ctx_->stream());
+    kernels::softmax_cross_entropy_backward(device_floats(probabilities), device_labels(labels), dlogits.raw(),
+                                            dlogits.dtype(), rows, spec_.logits[1], spec_.label_smoothing, scale,
+                                            ctx_->stream());
   }
 
  private:
