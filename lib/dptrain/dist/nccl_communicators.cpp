@@ -57,6 +57,9 @@ class GpuCollectives {
   GpuCollectives& operator=(const GpuCollectives&) = delete;
 
   cudaStream_t stream() const { return stream_; }
+  // The current device is per thread, and the gradient reducer calls from its communication thread:
+  // every collective first makes this rank's GPU current (NCCL launches on the current device).
+  void bind() const { CUDA_CHECK(cudaSetDevice(device_)); }
 
   // Waits for the stream, polling, so a stalled collective is reported after the timeout.
   void wait(const char* what, cuda::NcclCommunicator& nccl) {
@@ -91,14 +94,17 @@ class NcclFlatCommunicator final : public Communicator {
   std::string name() const override { return "flat NCCL"; }
 
   void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) override {
+    gpu_.bind();
     NCCL_CHECK(ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), nccl_->get(), gpu_.stream()));
     gpu_.wait("allreduce", *nccl_);
   }
   void broadcast(void* data, std::size_t bytes, int root) override {
+    gpu_.bind();
     NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclChar, root, nccl_->get(), gpu_.stream()));
     gpu_.wait("broadcast", *nccl_);
   }
   void allgather(const void* mine, void* all, std::size_t bytes) override {
+    gpu_.bind();
     NCCL_CHECK(ncclAllGather(mine, all, bytes, ncclChar, nccl_->get(), gpu_.stream()));
     gpu_.wait("allgather", *nccl_);
   }
@@ -142,6 +148,7 @@ class NcclHierarchicalCommunicator final : public Communicator {
   }
 
   void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) override {
+    gpu_.bind();
     DPTRAIN_CHECK(type == ElementType::f32 && op == ReduceOp::sum,
                   "the hierarchical GPU allreduce sums f32 gradients only");
     const std::size_t local = static_cast<std::size_t>(node_.size());
@@ -166,12 +173,14 @@ class NcclHierarchicalCommunicator final : public Communicator {
   }
   // The rest is rare (start-up, metrics) and goes through the flat world path on the host.
   void broadcast(void* data, std::size_t bytes, int root) override {
+    gpu_.bind();
     std::vector<char> host(bytes);
     CUDA_CHECK(cudaMemcpy(host.data(), data, bytes, cudaMemcpyDeviceToHost));
     MPI_CHECK(MPI_Bcast(host.data(), static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
     CUDA_CHECK(cudaMemcpy(data, host.data(), bytes, cudaMemcpyHostToDevice));
   }
   void allgather(const void* mine, void* all, std::size_t bytes) override {
+    gpu_.bind();
     std::vector<char> in(bytes), out(bytes * static_cast<std::size_t>(world_size_));
     CUDA_CHECK(cudaMemcpy(in.data(), mine, bytes, cudaMemcpyDeviceToHost));
     MPI_CHECK(MPI_Allgather(in.data(), static_cast<int>(bytes), MPI_BYTE, out.data(), static_cast<int>(bytes),
