@@ -191,7 +191,8 @@ int run_train(const TrainOptions& o) {
   Evaluation last_eval;
   const std::int64_t samples_per_epoch = steps_per_epoch * global_batch;
   // The next batch is fetched and its transfer started while the device computes the current step
-  // (after the update is queued, before the loss is read back), so a GPU never waits for a copy.
+  // (once the backward pass is queued, before the host waits for anything), so a GPU never waits
+  // for a copy.
   const std::unique_ptr<InputStager> stager = backend->make_input_stager(net->image_shape());
   double wait = 0;
   data::Batch batch, upcoming;
@@ -204,7 +205,7 @@ int run_train(const TrainOptions& o) {
   if (first_step < total_steps) fetch(batch);
   double first_wait = wait;  // before the first step's clock starts: added to that step
   std::int64_t step = first_step;
-  trainer.set_before_loss_read([&] {
+  trainer.set_after_backward_queued([&] {
     if (step + 1 < total_steps) fetch(upcoming);
   });
   for (; step < total_steps; ++step) {
@@ -231,8 +232,9 @@ int run_train(const TrainOptions& o) {
     progress.global_batch = global_batch;
     progress.world_size = job.size();
     progress.schedule = tc.schedule;
-    progress.loss_scale = trainer.loss_scaler().state().scale;
-    progress.loss_scale_clean_steps = trainer.loss_scaler().state().clean_steps;
+    const LossScaleState scale = trainer.loss_scaler().state_for_checkpoint();
+    progress.loss_scale = scale.scale;
+    progress.loss_scale_clean_steps = scale.clean_steps;
     if ((step + 1) % o.log_every == 0 || step + 1 == total_steps || epoch_end) {
       log.report_window(batch.epoch, step + 1, r.learning_rate, reducer.stats());
     }

@@ -80,6 +80,21 @@ dptrain_launcher() {
   return 0
 }
 
+# The profile's device and arithmetic, DPTRAIN_BACKEND (cuda on the GPU partitions) and
+# DPTRAIN_PRECISION, into the array `device_args`, unless the job's own options (the arguments) name
+# them: `--backend cpu` on the command line wins over the profile.
+dptrain_device_args() {
+  local given=" $* "
+  device_args=()
+  if [[ -n ${DPTRAIN_BACKEND:-} && $given != *" --backend "* && $given != *" --backend="* ]]; then
+    device_args+=(--backend "$DPTRAIN_BACKEND")
+  fi
+  if [[ -n ${DPTRAIN_PRECISION:-} && $given != *" --precision "* && $given != *" --precision="* ]]; then
+    device_args+=(--precision "$DPTRAIN_PRECISION")
+  fi
+  return 0
+}
+
 # One line that names the job, for the head of its log.
 dptrain_job_banner() {
   echo "=== job ${SLURM_JOB_NAME:-?} ${SLURM_JOB_ID:-?} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NUM_NODES:-?}" \

@@ -17,6 +17,7 @@ cat "$work"/train-*.out
 [[ $state == COMPLETED ]] || fail "job $job ended $state, not COMPLETED"
 [[ $(job_field "$job" ExitCode) == 0:0 ]] || fail "job $job exit code $(job_field "$job" ExitCode)"
 grep -q "on 2 node(s) node\[1-2\], 4 ranks" "$work"/train-*.out || fail "the job did not run 4 ranks on 2 nodes"
+grep -q "dptrain train .*--backend cpu" "$work"/train-*.out || fail "the profile's DPTRAIN_BACKEND did not reach dptrain train"
 metrics=$work/run/metrics-r0.jsonl
 [[ $(grep -c '"type": "summary"' "$metrics") -eq 1 ]] || fail "expected one summary line (from rank 0) in $metrics"
 grep '"type": "summary"' "$metrics" | grep -q '"world_size": 4' ||

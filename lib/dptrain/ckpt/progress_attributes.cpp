@@ -72,7 +72,8 @@ Progress read_progress(hid_t group, const std::string& path) {
   p.global_batch = h5::read_int_attribute(group, "global_batch", where);
   p.world_size = h5::read_int_attribute(group, "world_size", where);
   p.loss_scale = h5::read_double_attribute(group, "loss_scale", where);
-  // Added with mixed precision: checkpoints written before it have no count (0: a fresh interval).
+  // Added with mixed precision: checkpoints written before it come from runs without loss scaling.
+  p.loss_scale_clean_steps = -1;
   if (H5Aexists(group, "loss_scale_clean_steps") > 0) {
     p.loss_scale_clean_steps = h5::read_int_attribute(group, "loss_scale_clean_steps", where);
   }

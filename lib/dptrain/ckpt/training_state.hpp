@@ -32,7 +32,7 @@ struct Progress {
   ScheduleConfig schedule;            // kind, lr per 256, global batch, total steps, warm-up, ...
   double base_lr = 0;  // the schedule's scaled base rate, for readers without dptrain (0: capture computes it)
   double loss_scale = 1.0;            // mixed precision's dynamic loss scale (1.0 while training is fp32)
-  std::int64_t loss_scale_clean_steps = 0;  // clean steps since the scale last changed (dynamic scaling)
+  std::int64_t loss_scale_clean_steps = -1;  // clean steps since the scale last changed; -1: no loss scaling
 };
 
 struct OptimizerState {

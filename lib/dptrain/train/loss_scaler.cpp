@@ -75,13 +75,16 @@ bool LossScaler::unscale(Backend& backend, std::span<Tensor* const> gradients, s
 
 void LossScaler::restore(const LossScaleState& state) {
   if (!enabled()) return;  // a checkpoint of a scaled run resumed without scaling: nothing to restore
+  // A checkpoint of a run without loss scaling (clean_steps < 0, see state_for_checkpoint) leaves
+  // this scaler at its own start.
+  if (config_.mode != LossScaleConfig::Mode::dynamic || state.clean_steps < 0) return;
   DPTRAIN_CHECK(state.scale > 0 && std::isfinite(state.scale), "the checkpoint's loss scale ", state.scale,
                 " is not a positive number");
-  if (config_.mode == LossScaleConfig::Mode::dynamic) {
-    state_ = state;
-    // A checkpoint written by an fp32 run holds scale 1: start the dynamic scaler from its own value.
-    if (state.scale == 1.0 && state.clean_steps == 0) state_.scale = config_.initial;
-  }
+  state_ = state;
+}
+
+LossScaleState LossScaler::state_for_checkpoint() const {
+  return enabled() ? state_ : LossScaleState{1.0, -1};
 }
 
 }  // namespace dptrain

@@ -29,7 +29,7 @@ std::string describe(const LossScaleConfig& config);
 
 struct LossScaleState {
   double scale = 1.0;
-  std::int64_t clean_steps = 0;  // since the last change of the scale
+  std::int64_t clean_steps = 0;  // since the last change of the scale; -1: the run had no loss scaling
 };
 
 class LossScaler {
@@ -46,6 +46,9 @@ class LossScaler {
 
   std::int64_t skipped_steps() const { return skipped_; }
   const LossScaleState& state() const { return state_; }
+  // What a checkpoint stores: the state, or scale 1 with clean_steps -1 when scaling is off, so that
+  // a resume with scaling on can tell "no scaler" from a dynamic scale that fell to 1.
+  LossScaleState state_for_checkpoint() const;
   void restore(const LossScaleState& state);
 
  private:

@@ -20,12 +20,12 @@ StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
   net_.set_loss_scale(scaler_.scale());
   net_.run_forward(ctx);
   net_.backward();
+  if (after_backward_queued_) after_backward_queued_();
   if (gradient_sync_) gradient_sync_();
   const double lr = schedule_.at(step_);
   const bool apply = scaler_.unscale(net_.backend(), gradients_, step_ + 1);
   if (apply) sgd_.step(static_cast<float>(lr));
   ++step_;
-  if (before_loss_read_) before_loss_read_();
   StepResult result = score(net_.total_loss());
   result.learning_rate = lr;
   result.skipped = !apply;

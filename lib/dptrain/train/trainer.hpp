@@ -42,9 +42,10 @@ class Trainer {
   // Called between the backward pass and the update: the distributed trainer averages the
   // gradients over the ranks here (dist::GradientReducer::synchronize).
   void set_gradient_sync(std::function<void()> sync) { gradient_sync_ = std::move(sync); }
-  // Called after the update is queued and before the step's loss is read back: on a GPU the host is
-  // free here while the device computes, so the loop stages the next batch (Backend::InputStager).
-  void set_before_loss_read(std::function<void()> hook) { before_loss_read_ = std::move(hook); }
+  // Called once the backward pass is queued, before the host waits for anything (the gradient
+  // reduction, the loss scaler's overflow check, the loss): on a GPU the host is free here while the
+  // device computes, so the loop stages the next batch (Backend::InputStager).
+  void set_after_backward_queued(std::function<void()> hook) { after_backward_queued_ = std::move(hook); }
   Sgd& optimizer() { return sgd_; }
   LossScaler& loss_scaler() { return scaler_; }
   const LearningRateSchedule& schedule() const { return schedule_; }
@@ -59,7 +60,7 @@ class Trainer {
   LossScaler scaler_;
   std::vector<Tensor*> gradients_;
   std::int64_t step_ = 0;
-  std::function<void()> gradient_sync_, before_loss_read_;
+  std::function<void()> gradient_sync_, after_backward_queued_;
 };
 
 }  // namespace dptrain

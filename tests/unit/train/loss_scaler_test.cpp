@@ -116,6 +116,17 @@ TEST_CASE("the dynamic scaler unscales, skips and halves on overflow, and grows 
   std::vector<Tensor*> ok_grads{&ok};
   CHECK(resumed.unscale(*backend, ok_grads, 10));
   CHECK(resumed.scale() == 1024.f);  // the third clean step of the interval
+
+  // A dynamic scale that fell to exactly 1 resumes at 1; a checkpoint of a run without scaling
+  // (clean_steps -1) leaves the scaler at its own start.
+  LossScaler fallen(dynamic_config(65536, 3));
+  fallen.restore({1.0, 0});
+  CHECK(fallen.scale() == 1.f);
+  LossScaler fresh(dynamic_config(65536, 3));
+  LossScaler disabled(LossScaleConfig{});
+  CHECK(disabled.state_for_checkpoint().clean_steps == -1);
+  fresh.restore(disabled.state_for_checkpoint());
+  CHECK(fresh.scale() == 65536.f);
 }
 
 TEST_CASE("a fixed loss scale that overflows stops the run with a sentence", "[train][loss_scale]") {

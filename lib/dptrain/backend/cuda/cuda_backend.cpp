@@ -14,10 +14,17 @@ namespace dptrain::cuda {
 namespace {
 class CudaFence final : public Fence {
  public:
-  explicit CudaFence(cudaStream_t stream) { event_.record(stream); }
-  void wait() override { event_.synchronize(); }
+  CudaFence(cudaStream_t stream, int device) : device_(device) { event_.record(stream); }
+  // Waited on (and then destroyed) by the gradient reducer's communication thread, whose current
+  // device is 0 unless set: make ours current first, or the runtime would create a context on GPU 0
+  // for that thread (a rank on cuda:N, N > 0, would then hold memory on GPU 0).
+  void wait() override {
+    CUDA_CHECK(cudaSetDevice(device_));
+    event_.synchronize();
+  }
 
  private:
+  int device_;
   Event event_;
 };
 
@@ -165,7 +172,7 @@ class CudaBackend final : public Backend {
     return host_flag == 0;
   }
 
-  std::unique_ptr<Fence> fence() override { return std::make_unique<CudaFence>(ctx_->stream()); }
+  std::unique_ptr<Fence> fence() override { return std::make_unique<CudaFence>(ctx_->stream(), ctx_->device()); }
   std::unique_ptr<InputStager> make_input_stager(const Shape& shape) override {
     return cuda::make_input_stager(ctx_, shape);
   }
