@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend_options.hpp"
 #include "broadcast_from_root.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
@@ -28,6 +29,7 @@ struct EvalOptions {
   std::string checkpoint, data, split = "validation", json;
   int batch = 64, threads = 2;
   dist::JobOptions dist;
+  BackendOptions device;
 };
 
 // What every rank needs to build the checkpoint's model, as rank 0 read it.
@@ -105,7 +107,7 @@ void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Mani
 }
 
 int run_eval(const EvalOptions& o) {
-  dist::Job job(o.dist);
+  dist::Job job(o.dist, visible_devices(o.device));
   dist::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
   manifest.split(o.split);  // an unknown split is an error naming the known ones, before any work
@@ -119,7 +121,7 @@ int run_eval(const EvalOptions& o) {
   broadcast_text(description, comm);
   const CheckpointModel m = CheckpointModel::parse(description);
 
-  auto backend = make_cpu_backend();
+  auto backend = make_backend(o.device, job);
   ModelConfig config;
   config.batch = o.batch;
   config.channels = manifest.channels;
@@ -154,7 +156,8 @@ int run_eval(const EvalOptions& o) {
               << config.channels << ", " << config.classes << " classes)\n"
               << std::setw(12) << "step" << m.step << "\n"
               << std::setw(12) << "split" << o.split << " of " << manifest.name << " (" << o.data << "), "
-              << job.size() << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << o.batch << "\n"
+              << job.size() << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << o.batch << ", "
+              << backend->name() << ", " << o.device.precision << "\n"
               << std::setw(12) << "samples" << e.samples << "\n"
               << std::fixed << std::setprecision(4) << std::setw(12) << "loss" << e.loss << "\n"
               << std::setw(12) << "top-1" << e.top1 << "\n"
@@ -177,6 +180,7 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--split", o->split, "The split to score")->capture_default_str();
   cmd->add_option("--threads", o->threads, "Data loading threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the result as one JSON object to this file (rank 0)");
+  add_backend_options(cmd, o->device, false);
   add_distributed_options(cmd, o->dist);
   return [o] { return run_eval(*o); };
 }

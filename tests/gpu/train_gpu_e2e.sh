@@ -3,7 +3,8 @@
 # data synth`: no dataset files needed on a GPU machine). The same run on the CPU is the reference:
 #  1. fp32 on the GPU reaches the CPU's validation top-1 (within 0.05) and reports its GPU memory;
 #  2. bf16, and fp16 with dynamic loss scaling, learn as well (within 0.05 of fp32 on the GPU);
-#  3. a 2-rank job (NCCL) when the machine has 2 GPUs; a stopped and resumed fp16 run keeps its scale.
+#  3. a 2-rank job (NCCL) when the machine has 2 GPUs;
+#  4. a stopped fp16 run resumes; 5. `dptrain eval --backend cuda` of its checkpoint agrees with the CPU's.
 # Without a usable GPU it reports itself skipped (exit 77).
 # Usage: train_gpu_e2e.sh DPTRAIN [MPIEXEC]
 set -uo pipefail
@@ -64,4 +65,10 @@ fi
 run resume "$dptrain" "${common[@]}" --backend cuda --precision fp16 --checkpoint-dir "$work/ckpt"
 grep -q "resuming from .*: step 60" "$work/resume.log" || { cat "$work/resume.log"; fail "no resume at step 60"; }
 echo "4. fp16 stopped at step 60 and resumed"
+eval_top1() { sed -n 's/.*"top1": \([0-9.e-]*\).*/\1/p' "$1"; }
+run eval_cpu "$dptrain" eval --checkpoint "$work/ckpt" --data "$work/data" --json "$work/eval_cpu.json"
+run eval_gpu "$dptrain" eval --checkpoint "$work/ckpt" --data "$work/data" --backend cuda --json "$work/eval_gpu.json"
+within "$(eval_top1 "$work/eval_gpu.json")" "$(eval_top1 "$work/eval_cpu.json")" 0.01 ||
+  fail "eval top-1 on the GPU $(eval_top1 "$work/eval_gpu.json"), on the CPU $(eval_top1 "$work/eval_cpu.json")"
+echo "5. eval of the fp16 checkpoint: top-1 $(eval_top1 "$work/eval_gpu.json") on the GPU, $(eval_top1 "$work/eval_cpu.json") on the CPU"
 echo "PASS"
