@@ -1,5 +1,5 @@
 #pragma once
-// The flags that choose where and in what arithmetic a command computes (train, bench):
+// The flags that choose where and in what arithmetic a command computes (train, bench, eval):
 // --backend cpu|cuda, --device, --precision fp32|bf16|fp16, --loss-scale.
 #include <memory>
 #include <string>

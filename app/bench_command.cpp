@@ -67,7 +67,7 @@ int run_bench(const BenchOptions& o) {
   out << "dptrain bench: " << o.model << ", " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << o.batch
       << ", " << size << "x" << size << ", " << backend->name() << ", " << o.device.precision << ", " << o.warmup << " warm-up + " << o.steps
       << " timed steps\n";
-  if (ranks > 1) out << "gradients: " << (gradient_comm ? gradient_comm->name() : comm.name()) << ", " << reducer.bucket_count() << " buckets\n";
+  if (ranks > 1) out << "gradients: " << reducer.communicator().name() << ", " << reducer.bucket_count() << " buckets\n";
   std::vector<double> step_seconds;
   dist::ReducerStats before;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
@@ -116,7 +116,7 @@ int run_bench(const BenchOptions& o) {
     j.field("batch_size", o.batch);
     j.field("image_size", size).field("world_size", ranks).field("global_batch", global_batch);
     j.field("steps", o.steps).field("warmup", o.warmup);
-    j.field("allreduce", gradient_comm ? gradient_comm->name() : comm.name()).field("communication_hidden_fraction", hidden);
+    j.field("allreduce", reducer.communicator().name()).field("communication_hidden_fraction", hidden);
     j.field("images_per_sec", rate.mean).field("images_per_sec_stderr", rate.stderr_of_mean);
     j.field("images_per_sec_min", rate.min).field("images_per_sec_max", rate.max);
     j.field("gflops_achieved", achieved).field("gflops_peak", peak).field("efficiency", achieved / peak);

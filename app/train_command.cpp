@@ -181,7 +181,7 @@ int run_train(const TrainOptions& o) {
             << ", " << o.device.precision << "\n";
   if (trainer.loss_scaler().enabled()) out << "loss scaling: " << describe(tc.loss_scale) << "\n";
   if (job.size() > 1) {
-    out << "gradients: " << (gradient_comm ? gradient_comm->name() : comm.name()) << ", " << reducer.bucket_count() << " buckets of up to "
+    out << "gradients: " << reducer.communicator().name() << ", " << reducer.bucket_count() << " buckets of up to "
               << o.dist.bucket_mb << " MB, overlap " << (job.reducer_config().overlap ? "on" : "off") << ", "
               << job.compute_threads() << " compute thread(s) per rank\n"
               << describe(job.topology());
@@ -195,6 +195,7 @@ int run_train(const TrainOptions& o) {
   // for a copy.
   const std::unique_ptr<InputStager> stager = backend->make_input_stager(net->image_shape());
   double wait = 0;
+  auto step_start = clock::now();  // the first step's clock includes fetching its batch
   data::Batch batch, upcoming;
   auto fetch = [&](data::Batch& into) {
     const auto t = clock::now();
@@ -203,20 +204,19 @@ int run_train(const TrainOptions& o) {
     stager->stage(into.images);
   };
   if (first_step < total_steps) fetch(batch);
-  double first_wait = wait;  // before the first step's clock starts: added to that step
   std::int64_t step = first_step;
   trainer.set_after_backward_queued([&] {
     if (step + 1 < total_steps) fetch(upcoming);
   });
   for (; step < total_steps; ++step) {
-    const auto step_start = clock::now();
+    if (step != first_step) step_start = clock::now();
     stager->finish(net->images());
     std::copy_n(batch.labels.data<std::int32_t>(), batch.labels.numel(), net->labels().data<std::int32_t>());
     const StepResult r = trainer.step(batch.epoch, batch.first_sample);
     DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
                   "; lower --lr or check the data");
-    log.record_step(r, per_rank_batch, since(step_start) + first_wait, wait);
-    wait = first_wait = 0;
+    log.record_step(r, per_rank_batch, since(step_start), wait);
+    wait = 0;
     // Where the next step starts: the position is global, so a resume on any number of ranks
     // continues with the next sample.
     ckpt::Progress progress;

@@ -61,6 +61,8 @@ class GradientReducer {
   void synchronize();
 
   std::size_t bucket_count() const { return buckets_.size(); }
+  // What the gradients are summed through (NCCL on GPUs, MPI otherwise): for the job's log.
+  const Communicator& communicator() const { return comm_; }
   ReducerStats stats() const;
 
  private:
