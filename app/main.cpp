@@ -6,6 +6,7 @@
 #include <map>
 
 #include "commands.hpp"
+#include "dptrain/core/crash_report.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/dist/launcher.hpp"
 
@@ -20,6 +21,8 @@ int fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before MPI_Init, which then leaves these handlers in place: a crashing rank names itself and where.
+  dptrain::install_crash_reporter();
   CLI::App app{"dptrain " DPTRAIN_VERSION
                ": data-parallel CNN training on GPU clusters (MPI + NCCL, cuDNN or oneDNN, HDF5 data and checkpoints)"};
   app.set_version_flag("--version", "dptrain " DPTRAIN_VERSION);

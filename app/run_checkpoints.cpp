@@ -1,6 +1,7 @@
 #include "run_checkpoints.hpp"
 
 #include <bit>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 
@@ -25,6 +26,15 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, dist::Communicator& co
     log_ << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left()
          << " s from now; the run checkpoints and stops (exit code 75) before it\n";
   }
+}
+
+void RunCheckpoints::announce_ready() {
+  if (options_.ready_file.empty()) return;
+  comm_.barrier();  // every rank got here, so every rank has its handlers
+  if (comm_.rank() != 0) return;
+  std::ofstream file(options_.ready_file, std::ios::trunc);
+  file << "ready\n";
+  DPTRAIN_CHECK(file.good(), "cannot write the --ready-file '", options_.ready_file, "'");
 }
 
 std::optional<ckpt::Progress> RunCheckpoints::locate() {

@@ -25,12 +25,17 @@ struct CheckpointOptions {
   std::string resume = "auto";  // --resume auto|none|PATH
   std::string time_limit;       // --time-limit
   std::int64_t stop_at_step = 0;  // --stop-at-step (0: never)
+  std::string ready_file;       // --ready-file ("" : none)
 };
 
 class RunCheckpoints {
  public:
   RunCheckpoints(CheckpointOptions options, dist::Communicator& comm, std::ostream& log);
 
+  // Collective. Once every rank has its USR1/TERM handlers (they are installed before anything else
+  // in `dptrain train`), rank 0 creates --ready-file, if given: a batch script holds back a signal
+  // that arrives earlier (the default action would kill a rank that has no handler yet).
+  void announce_ready();
   // Collective. Rank 0 finds the checkpoint to resume from (or none) and reads it; every rank gets
   // its progress (nullopt: a fresh start).
   std::optional<ckpt::Progress> locate();

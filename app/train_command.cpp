@@ -81,6 +81,9 @@ double since(clock::time_point t) { return std::chrono::duration<double>(clock::
 
 int run_train(const TrainOptions& o) {
   DPTRAIN_CHECK((o.epochs > 0) != (o.steps > 0), "give exactly one of --epochs and --steps");
+  // First of all: a USR1/TERM from here on is remembered and honoured at the first step boundary
+  // (checkpoint, exit 75) instead of killing the rank while MPI and the data are still starting.
+  ckpt::install_preemption_handlers();
   dist::Job job(o.dist, visible_devices(o.device));
   dist::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
@@ -89,6 +92,7 @@ int run_train(const TrainOptions& o) {
   std::ostream discard(nullptr);  // the other ranks print nothing
   std::ostream& out = job.is_root() ? std::cout : discard;
   RunCheckpoints checkpoints(o.checkpoints, comm, out);
+  checkpoints.announce_ready();
   const std::optional<ckpt::Progress> resume = checkpoints.locate();
   int per_rank_batch = o.batch;
   if (resume && !o.batch_given) {
@@ -303,6 +307,9 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--stop-at-step", c.stop_at_step, "Checkpoint and exit with code 75 after this global step, as "
                                                     "if preempted (split a run into chunks; tests)")
       ->check(CLI::PositiveNumber)->group(group);
+  cmd->add_option("--ready-file", c.ready_file, "Create this file once every rank catches USR1/TERM (checkpoint "
+                                                "and exit 75); slurm/train.sbatch holds back an earlier signal")
+      ->group(group);
   return [o] { return run_train(*o); };
 }
 

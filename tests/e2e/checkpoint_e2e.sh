@@ -3,7 +3,8 @@
 #  1-2. a run stopped (exit 75) and resumed ends bit for bit where the uninterrupted run does, on 1 and 2 ranks;
 #  3.   a 2-rank checkpoint resumes on 1 and on 4 ranks with the same global batch and data position;
 #  4.   a truncated or empty newest checkpoint is skipped with a warning naming it;
-#  5.   SIGUSR1 to one rank of two stops both after the same step with exactly one checkpoint;
+#  5.   SIGUSR1 to one rank of two stops both after the same step with exactly one checkpoint; a
+#       signal as soon as --ready-file exists (start-up, before any step) stops after the first step;
 #  6.   `dptrain eval` of a checkpoint gives the training run's validation top-1 on 1 and 2 ranks;
 #  7.   a checkpoint of another model is refused;
 #  8.   dynamic loss scaling: a stopped and resumed run keeps its scale and clean-step count, bit for bit,
@@ -155,6 +156,26 @@ files=("$work"/signal/ckpt-*.h5)
 [[ $(cat "$work/signal/latest") == "$(basename "${files[0]}")" ]] || fail "latest does not name ${files[0]}"
 [[ $(inspect_field "${files[0]}" step) == "$stopped" ]] || fail "${files[0]} is not at step $stopped, where the job stopped"
 echo "5. SIGUSR1 to rank pid $target of (${ranks[*]}): both stopped after step $stopped, one checkpoint, exit 75"
+# A signal at once when the ready file appears: the handlers are in place, the run stops after its first step.
+ready=$work/early.ready
+"$mpiexec" --oversubscribe --allow-run-as-root -n 2 "$dptrain" train --model lenet --data "$work/fm" --lr 0.05 \
+  --threads 1 --batch-size 8 --steps 100000 --checkpoint-every 0 --checkpoint-dir "$work/early" \
+  --ready-file "$ready" > "$work/early.log" 2>&1 &
+background=$!
+for _ in $(seq 600); do
+  [[ -e $ready ]] && break
+  kill -0 "$background" 2> /dev/null || { cat "$work/early.log"; fail "the job ended before creating its --ready-file"; }
+  sleep 0.1
+done
+[[ -e $ready ]] || { cat "$work/early.log"; fail "no --ready-file after 60 s"; }
+pkill -USR1 -f -- "--ready-file $ready" || fail "no rank of the job to signal"
+code=0
+wait "$background" || code=$?
+background=""
+[[ $code -eq 75 ]] || { cat "$work/early.log"; fail "the job signalled at its --ready-file exited with $code, expected 75"; }
+early_step=$(sed -n 's/^stop requested .* after step \([0-9]*\);.*/\1/p' "$work/early.log")
+[[ -n $early_step && -f $(ckpt "$work/early" "$early_step") ]] || { cat "$work/early.log"; fail "no checkpoint of the early stop"; }
+echo "5. SIGUSR1 as soon as --ready-file exists: stopped after step $early_step with its checkpoint, exit 75"
 
 # 6. dptrain eval on 1 and 2 ranks: the training run's validation top-1.
 run eval_one 0 "$dptrain" eval --checkpoint "$work/one_full" --data "$work/fm" --threads 1 --json "$work/eval_one.json"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# End-to-end on the local Slurm test cluster: a training job whose time limit expires mid-training
-# gets USR1 from Slurm (--signal=B:USR1@45 on a 1-minute limit), forwards it to the ranks, which write a
+# End-to-end on the local Slurm test cluster: a training job gets USR1 mid-training, as Slurm sends it
+# before the time limit (`scancel --batch --signal=USR1`, right after its first checkpoint, so the point
+# of interruption does not depend on when Slurm's 30-second timer fires: that path is tested with the
+# stand-in trainer in slurm_requeue_script_e2e.sh); the script forwards it to the ranks, which write a
 # checkpoint and exit 75; the script requeues the job, which resumes (--resume auto) and finishes with
-# the same final parameters as an uninterrupted run. Needs the distributed `dptrain train` with
-# checkpoints (--checkpoint-dir, --resume, exit code 75).
+# the same final parameters as an uninterrupted run.
 set -uo pipefail
 # shellcheck source=tests/e2e/slurm_env.sh
 source "$(dirname "$0")/slurm_env.sh" "$1"
@@ -12,21 +13,28 @@ steps=${DPTRAIN_REQUEUE_STEPS:-600}
 
 [[ $("$dptrain" train --help) == *--checkpoint-dir* ]] || fail "this dptrain has no --checkpoint-dir (checkpoints not merged yet)"
 
-submit() {  # submit NAME TIME: the same training, under a time limit
-  bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 2 --time="$2" --signal=B:USR1@45 --job-name="$1" \
+submit() {  # submit NAME: the same training
+  bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 2 --time=00:10:00 --job-name="$1" \
     --output="$work/$1-%j.out" -- "$repo/slurm/train.sbatch" --model lenet --data "$data" --steps "$steps" \
     --batch-size 16 --lr 0.1 --log-every 100 --checkpoint-every 50 --run-dir "$work/$1"
 }
 # The uninterrupted reference and the interrupted run, side by side.
-reference=$(submit reference 00:10:00) || fail "submitting the reference run"
-interrupted=$(submit interrupted 00:01:00) || fail "submitting the interrupted run"
+reference=$(submit reference) || fail "submitting the reference run"
+interrupted=$(submit interrupted) || fail "submitting the interrupted run"
+first=$work/interrupted/checkpoints/$(printf 'ckpt-%09d.h5' 50)
+deadline=$((SECONDS + 200))
+until [[ -e $first ]]; do
+  (( SECONDS < deadline )) || { cat "$work"/interrupted-*.out; fail "the interrupted run never wrote $first"; }
+  sleep 0.2
+done
+scancel --batch --signal=USR1 "$interrupted" || fail "scancel --batch --signal=USR1 $interrupted"
 ref_state=$(wait_job "$reference" 280)
 int_state=$(wait_job "$interrupted" 280)
 cat "$work"/interrupted-*.out
 [[ $ref_state == COMPLETED ]] || { cat "$work"/reference-*.out; fail "the reference run ended $ref_state"; }
 [[ $int_state == COMPLETED ]] || fail "the interrupted run ended $int_state"
 restarts=$(job_field "$interrupted" Restarts)
-(( restarts >= 1 )) || fail "the interrupted run was never requeued (Restarts=$restarts): the time limit did not interrupt it"
+(( restarts >= 1 )) || fail "the interrupted run was never requeued (Restarts=$restarts): USR1 did not interrupt it"
 grep -q "received USR1" "$work"/interrupted-*.out || fail "the batch script never got USR1"
 grep -q "requeueing job $interrupted" "$work"/interrupted-*.out || fail "the batch script did not requeue"
 

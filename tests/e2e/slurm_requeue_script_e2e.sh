@@ -2,7 +2,9 @@
 # End-to-end on the local Slurm test cluster, for slurm/train.sbatch's own part of the requeue: a job
 # with a 1-minute limit gets USR1 from Slurm (--signal=B:USR1@45), the script forwards it to the step,
 # the stand-in trainer (tests/e2e/stand_in_dptrain.sh) checkpoints and exits 75, the script requeues,
-# and the requeued runs resume until every step is done exactly once. The real trainer's part is
+# and the requeued runs resume until every step is done exactly once. A second job is signalled while
+# its trainer is still starting (no handlers yet): the script holds the signal until the trainer's
+# --ready-file exists, so the trainer checkpoints instead of dying. The real trainer's part is
 # slurm_requeue_e2e.sh.
 set -uo pipefail
 # shellcheck source=tests/e2e/slurm_env.sh
@@ -13,6 +15,18 @@ steps=45
 job=$(bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 1 --time=00:01:00 --signal=B:USR1@45 \
         --job-name=e2e-requeue --output="$work/requeue-%j.out" -- "$repo/slurm/train.sbatch" \
         --model lenet --data "$work" --steps "$steps" --run-dir "$work/run") || fail "submit.sh failed"
+# The early signal: `scancel -b -s USR1` as soon as the step is launched, while the stand-in takes 8 s
+# to start.
+early=$(STAND_IN_START_SECONDS=8 bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 1 --time=00:10:00 \
+          --job-name=e2e-early --output="$work/early-%j.out" -- "$repo/slurm/train.sbatch" \
+          --model lenet --data "$work" --steps 20 --run-dir "$work/early") || fail "submit.sh failed (early)"
+deadline=$((SECONDS + 120))
+until grep -qs "dptrain-slurm: srun" "$work"/early-*.out; do
+  (( SECONDS < deadline )) || { cat "$work"/early-*.out; fail "the early job never launched its step"; }
+  sleep 0.2
+done
+scancel --batch --signal=USR1 "$early" || fail "scancel --batch --signal=USR1 $early"
+
 state=$(wait_job "$job" 170)
 cat "$work"/requeue-*.out
 [[ $state == COMPLETED ]] || fail "job $job ended $state, not COMPLETED"
@@ -25,4 +39,12 @@ grep -q "stand-in: finished at step $steps" "$work"/requeue-*.out || fail "the l
 # Every step exactly once, in order, across the runs: each run resumed where the previous one stopped.
 [[ $(tr '\n' ' ' < "$work/run/checkpoints/steps.log") == "$(seq -s ' ' 1 "$steps") " ]] ||
   fail "steps were lost or repeated across requeues: $(tr '\n' ' ' < "$work/run/checkpoints/steps.log")"
-echo "PASS ($restarts requeue(s))"
+
+state=$(wait_job "$early" 120)
+cat "$work"/early-*.out
+[[ $state == COMPLETED ]] || fail "the early-signalled job $early ended $state, not COMPLETED"
+grep -q "is still starting; USR1 is passed on" "$work"/early-*.out || fail "the script did not hold the early USR1"
+grep -q "stand-in: checkpoint at step [0-9]*, exiting 75" "$work"/early-*.out ||
+  fail "the held USR1 did not reach the stand-in once it was ready"
+grep -q "stand-in: finished at step 20" "$work"/early-*.out || fail "the early-signalled job did not finish after its requeue"
+echo "PASS ($restarts requeue(s); an early USR1 was held until the trainer was ready)"

@@ -5,12 +5,13 @@
 set -euo pipefail
 [[ ${1:-} == train ]] || { echo "stand-in: only 'train'" >&2; exit 2; }
 shift
-if [[ ${1:-} == --help ]]; then echo "  --checkpoint-dir DIR  --checkpoint-every N  --resume auto|none|PATH"; exit 0; fi
-steps=0 dir=
+if [[ ${1:-} == --help ]]; then echo "  --checkpoint-dir DIR  --checkpoint-every N  --resume auto|none|PATH  --ready-file PATH"; exit 0; fi
+steps=0 dir="" ready=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --steps) steps=$2; shift 2 ;;
     --checkpoint-dir) dir=$2; shift 2 ;;
+    --ready-file) ready=$2; shift 2 ;;
     *) shift ;;
   esac
 done
@@ -18,8 +19,11 @@ done
 step=0
 [[ -f $dir/latest ]] && step=$(<"$dir/latest")
 echo "stand-in: starting at step $step of $steps"
+# STAND_IN_START_SECONDS: a start-up without signal handlers yet, like MPI_Init in the real trainer.
+sleep "${STAND_IN_START_SECONDS:-0}"
 stop=0
 trap 'stop=1' USR1 TERM
+[[ -z $ready ]] || echo ready > "$ready"  # the signals are caught from here on
 while (( step < steps )); do
   sleep 1 & wait $! || true
   if (( stop )); then
