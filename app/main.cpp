@@ -2,6 +2,7 @@
 // dptrain::Error into one clear line on stderr and a non-zero exit (on every rank of the job).
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <iostream>
 #include <map>
 
@@ -23,6 +24,9 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
   // Before MPI_Init, which then leaves these handlers in place: a crashing rank names itself and where.
   dptrain::install_crash_reporter();
+  // Under srun stdout is a pipe, which C buffers in 4 KiB blocks: log lines would reach the job's
+  // output late, and a crash would lose the last ones. One line at a time costs nothing here.
+  if (std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ) != 0) std::cerr << "dptrain: warning: cannot line-buffer stdout\n";
   CLI::App app{"dptrain " DPTRAIN_VERSION
                ": data-parallel CNN training on GPU clusters (MPI + NCCL, cuDNN or oneDNN, HDF5 data and checkpoints)"};
   app.set_version_flag("--version", "dptrain " DPTRAIN_VERSION);

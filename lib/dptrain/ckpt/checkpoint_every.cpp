@@ -1,6 +1,6 @@
 #include "dptrain/ckpt/checkpoint_every.hpp"
 
-#include "dptrain/ckpt/duration.hpp"
+#include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
 
 namespace dptrain::ckpt {
@@ -20,10 +20,12 @@ CheckpointEvery CheckpointEvery::parse(const std::string& text, WallClock::time_
     every.steps_ = *n;
     return every;
   }
-  const auto interval = parse_suffixed_duration(text);
-  DPTRAIN_CHECK(interval, "--checkpoint-every '", text,
-                "' is not a checkpoint interval; use a step count (500 or 500steps), a time (30s, 10m, 2h) or never");
-  every.interval_ = *interval;
+  // A bare number was a step count above: here only a time with a unit or a clock form.
+  const std::optional<double> seconds = duration_seconds(text);
+  DPTRAIN_CHECK(seconds && *seconds >= 1, "--checkpoint-every '", text,
+                "' is not a checkpoint interval; use a step count (500 or 500steps), a time (30s, 10m, 2h, "
+                "01:30:00) or never");
+  every.interval_ = std::chrono::seconds(static_cast<std::int64_t>(*seconds));
   return every;
 }
 

@@ -1,5 +1,6 @@
 #include "dptrain/core/duration.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <vector>
@@ -8,52 +9,92 @@
 
 namespace dptrain {
 namespace {
-// A non-negative decimal number filling all of `text`, or -1.
-double number(const std::string& text) {
-  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.')) return -1;
+// A non-negative decimal number filling all of `text` ("90", "1.5"), or nullopt.
+std::optional<double> decimal(const std::string& text) {
+  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.')) return std::nullopt;
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  return *end == '\0' ? value : -1;
+  if (*end != '\0') return std::nullopt;
+  return value;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t end = text.find(separator, begin);
+    parts.push_back(text.substr(begin, end - begin));
+    if (end == std::string::npos) return parts;
+    begin = end + 1;
+  }
+}
+
+// Slurm's clock forms: "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS".
+std::optional<double> clock_seconds(const std::string& text) {
+  std::int64_t days = 0;
+  std::string clock = text;
+  const bool has_days = text.find('-') != std::string::npos;
+  if (has_days) {
+    const std::vector<std::string> parts = split(text, '-');
+    if (parts.size() != 2) return std::nullopt;
+    const std::optional<std::int64_t> d = parse_count(parts[0]);
+    if (!d) return std::nullopt;
+    days = *d;
+    clock = parts[1];
+  }
+  std::vector<std::int64_t> fields;
+  for (const std::string& part : split(clock, ':')) {
+    const std::optional<std::int64_t> value = parse_count(part);
+    if (!value) return std::nullopt;
+    fields.push_back(*value);
+  }
+  if (fields.size() > 3 || (!has_days && fields.size() < 2)) return std::nullopt;
+  // After a day count the fields start at hours; without one, two fields are minutes and seconds.
+  const std::int64_t hours_first[3] = {3600, 60, 1}, minutes_first[2] = {60, 1};
+  const std::int64_t* units = has_days || fields.size() == 3 ? hours_first : minutes_first;
+  std::int64_t seconds = days * 86400;
+  for (std::size_t i = 0; i < fields.size(); ++i) seconds += fields[i] * units[i];
+  return static_cast<double>(seconds);
 }
 }  // namespace
 
-double parse_duration_seconds(const std::string& text, const std::string& what) {
-  const std::string usage = what + " '" + text + "' is not a duration (examples: 300, 300s, 5m, 2h, 1d, 01:30:00, 1-00:00:00)";
-  if (text.find(':') != std::string::npos) {
-    // Slurm's [D-]HH:MM:SS or MM:SS.
-    double days = 0;
-    std::string clock = text;
-    if (const auto dash = text.find('-'); dash != std::string::npos) {
-      days = number(text.substr(0, dash));
-      clock = text.substr(dash + 1);
-    }
-    std::vector<double> parts;
-    std::size_t start = 0;
-    for (;;) {
-      const auto colon = clock.find(':', start);
-      parts.push_back(number(clock.substr(start, colon - start)));
-      if (colon == std::string::npos) break;
-      start = colon + 1;
-    }
-    DPTRAIN_CHECK(days >= 0 && (parts.size() == 2 || parts.size() == 3), usage);
-    for (double p : parts) DPTRAIN_CHECK(p >= 0, usage);
-    const double hours = parts.size() == 3 ? parts[0] : 0;
-    return days * 86400 + hours * 3600 + parts[parts.size() - 2] * 60 + parts.back();
+std::optional<std::int64_t> parse_count(const std::string& text) {
+  // 12 digits at most, so the value times a day's seconds still fits in int64.
+  if (text.empty() || text.size() > 12 ||
+      !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    return std::nullopt;
   }
-  double unit = 1;
-  std::string digits = text;
+  return std::stoll(text);
+}
+
+std::optional<double> duration_seconds(const std::string& text, BareNumber bare) {
+  if (text.find_first_of(":-") != std::string::npos) return clock_seconds(text);
+  double unit = bare == BareNumber::minutes ? 60 : 1;
+  std::string number = text;
   if (!text.empty()) {
+    double suffix_unit = 0;  // 0: no unit letter
     switch (text.back()) {
-      case 's': unit = 1; digits.pop_back(); break;
-      case 'm': unit = 60; digits.pop_back(); break;
-      case 'h': unit = 3600; digits.pop_back(); break;
-      case 'd': unit = 86400; digits.pop_back(); break;
+      case 's': suffix_unit = 1; break;
+      case 'm': suffix_unit = 60; break;
+      case 'h': suffix_unit = 3600; break;
+      case 'd': suffix_unit = 86400; break;
       default: break;
     }
+    if (suffix_unit > 0) {
+      unit = suffix_unit;
+      number.pop_back();
+    }
   }
-  const double value = number(digits);
-  DPTRAIN_CHECK(value >= 0, usage);
-  return value * unit;
+  const std::optional<double> value = decimal(number);
+  if (!value) return std::nullopt;
+  return *value * unit;
+}
+
+double parse_duration_seconds(const std::string& text, const std::string& what) {
+  const std::optional<double> seconds = duration_seconds(text);
+  DPTRAIN_CHECK(seconds, what, " '", text,
+                "' is not a duration (examples: 300, 300s, 5m, 2h, 1d, 01:30:00, 1-00:00:00)");
+  return *seconds;
 }
 
 }  // namespace dptrain

@@ -19,7 +19,8 @@ TEST_CASE("time limits in units and as Slurm writes them", "[ckpt]") {
   CHECK(ckpt::parse_time_limit("10:30") == 630s);
   CHECK(ckpt::parse_time_limit("2-12") == 216000s);
   CHECK(ckpt::parse_time_limit("1-00:30") == 88200s);
-  for (const char* bad : {"", "abc", "10x", "-5m", "1:2:3:4", "1-2-3", "0", "0s", "1.5h", " 5m", "5m "}) {
+  CHECK(ckpt::parse_time_limit("1.5h") == 5400s);
+  for (const char* bad : {"", "abc", "10x", "-5m", "1:2:3:4", "1-2-3", "0", "0s", "0.5s", " 5m", "5m ", "h"}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH(ckpt::parse_time_limit(bad),
                       Catch::Contains(std::string("--time-limit '") + bad + "' is not a time limit"));
@@ -65,9 +66,11 @@ TEST_CASE("checkpoint-every in steps or wall-clock time", "[ckpt]") {
   CHECK(every.due(2, t0 + 1250s));
   CHECK(ckpt::CheckpointEvery::parse("30s", t0).interval() == 30s);
   CHECK(ckpt::CheckpointEvery::parse("2h", t0).interval() == 7200s);
+  CHECK(ckpt::CheckpointEvery::parse("1.5h", t0).interval() == 5400s);
+  CHECK(ckpt::CheckpointEvery::parse("01:30:00", t0).interval() == 5400s);
   CHECK(ckpt::CheckpointEvery::parse("never", t0).never());
   CHECK_FALSE(ckpt::CheckpointEvery::parse("0", t0).due(1000, t0 + 100h));
-  for (const char* bad : {"", "steps", "-5", "5x", "1.5h", "500 steps", "0s"}) {
+  for (const char* bad : {"", "steps", "-5", "5x", "500 steps", "0s", "0.5s", "1:2:3:4"}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH(ckpt::CheckpointEvery::parse(bad, t0),
                       Catch::Contains(std::string("--checkpoint-every '") + bad + "' is not a checkpoint interval"));
