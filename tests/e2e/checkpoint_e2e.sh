@@ -138,10 +138,14 @@ for _ in $(seq 600); do
 done
 grep -q "step 5/" "$work/signal.log" || { cat "$work/signal.log"; fail "no step line after 60 s"; }
 binary=$(readlink -f "$dptrain")
-ranks=()
-for pid in $(pgrep -f -- "$work/signal"); do
-  [[ $(readlink -f "/proc/$pid/exe" 2> /dev/null) == "$binary" ]] && ranks+=("$pid")
-done
+rank_pids() {  # rank_pids PATTERN: the dptrain processes (not mpiexec) whose command line holds PATTERN
+  local pid
+  ranks=()
+  for pid in $(pgrep -f -- "$1"); do
+    [[ $(readlink -f "/proc/$pid/exe" 2> /dev/null) == "$binary" ]] && ranks+=("$pid")
+  done
+}
+rank_pids "$work/signal"
 [[ ${#ranks[@]} -eq 2 ]] || fail "found ${#ranks[@]} dptrain rank processes of the signalled job (${ranks[*]}), expected 2"
 target=$(printf '%s\n' "${ranks[@]}" | sort -n | tail -n 1)
 kill -USR1 "$target"
@@ -156,7 +160,8 @@ files=("$work"/signal/ckpt-*.h5)
 [[ $(cat "$work/signal/latest") == "$(basename "${files[0]}")" ]] || fail "latest does not name ${files[0]}"
 [[ $(inspect_field "${files[0]}" step) == "$stopped" ]] || fail "${files[0]} is not at step $stopped, where the job stopped"
 echo "5. SIGUSR1 to rank pid $target of (${ranks[*]}): both stopped after step $stopped, one checkpoint, exit 75"
-# A signal at once when the ready file appears: the handlers are in place, the run stops after its first step.
+# Both ranks signalled the moment the ready file appears, before or during the first step: the
+# handlers are in place, so the run stops at the next step boundary with a checkpoint instead of dying.
 ready=$work/early.ready
 "$mpiexec" --oversubscribe --allow-run-as-root -n 2 "$dptrain" train --model lenet --data "$work/fm" --lr 0.05 \
   --threads 1 --batch-size 8 --steps 100000 --checkpoint-every 0 --checkpoint-dir "$work/early" \
@@ -168,14 +173,16 @@ for _ in $(seq 600); do
   sleep 0.1
 done
 [[ -e $ready ]] || { cat "$work/early.log"; fail "no --ready-file after 60 s"; }
-pkill -USR1 -f -- "--ready-file $ready" || fail "no rank of the job to signal"
+rank_pids "$ready"
+[[ ${#ranks[@]} -eq 2 ]] || fail "found ${#ranks[@]} dptrain rank processes of the early-signalled job, expected 2"
+kill -USR1 "${ranks[@]}"
 code=0
 wait "$background" || code=$?
 background=""
 [[ $code -eq 75 ]] || { cat "$work/early.log"; fail "the job signalled at its --ready-file exited with $code, expected 75"; }
 early_step=$(sed -n 's/^stop requested .* after step \([0-9]*\);.*/\1/p' "$work/early.log")
 [[ -n $early_step && -f $(ckpt "$work/early" "$early_step") ]] || { cat "$work/early.log"; fail "no checkpoint of the early stop"; }
-echo "5. SIGUSR1 as soon as --ready-file exists: stopped after step $early_step with its checkpoint, exit 75"
+echo "5. SIGUSR1 to both ranks as soon as --ready-file exists: stopped after step $early_step with its checkpoint, exit 75"
 
 # 6. dptrain eval on 1 and 2 ranks: the training run's validation top-1.
 run eval_one 0 "$dptrain" eval --checkpoint "$work/one_full" --data "$work/fm" --threads 1 --json "$work/eval_one.json"

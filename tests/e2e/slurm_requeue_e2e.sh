@@ -14,7 +14,7 @@ steps=${DPTRAIN_REQUEUE_STEPS:-600}
 [[ $("$dptrain" train --help) == *--checkpoint-dir* ]] || fail "this dptrain has no --checkpoint-dir (checkpoints not merged yet)"
 
 submit() {  # submit NAME: the same training
-  bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 2 --time=00:10:00 --job-name="$1" \
+  bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 2 --time=00:10:00 --signal=B:USR1@30 --job-name="$1" \
     --output="$work/$1-%j.out" -- "$repo/slurm/train.sbatch" --model lenet --data "$data" --steps "$steps" \
     --batch-size 16 --lr 0.1 --log-every 100 --checkpoint-every 50 --run-dir "$work/$1"
 }

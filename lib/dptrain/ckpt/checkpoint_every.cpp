@@ -21,7 +21,7 @@ CheckpointEvery CheckpointEvery::parse(const std::string& text, WallClock::time_
     return every;
   }
   // A bare number was a step count above: here only a time with a unit or a clock form.
-  const std::optional<double> seconds = duration_seconds(text);
+  const std::optional<double> seconds = has_unit(text) ? duration_seconds(text) : std::nullopt;
   DPTRAIN_CHECK(seconds && *seconds >= 1, "--checkpoint-every '", text,
                 "' is not a checkpoint interval; use a step count (500 or 500steps), a time (30s, 10m, 2h, "
                 "01:30:00) or never");

@@ -4,7 +4,9 @@
 #define _GNU_SOURCE 1  // dladdr, REG_RIP
 #endif
 #include <dlfcn.h>
+#include <elf.h>
 #include <execinfo.h>
+#include <link.h>  // ElfW
 #include <signal.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -20,7 +22,9 @@ namespace {
 // Everything the handler prints is prepared here: it must not allocate (the heap may be what broke).
 char g_host[128] = "?";
 char g_prefix[256] = "dptrain: ";
-alignas(16) char g_alternate_stack[64 * 1024];  // a stack overflow leaves no stack for the handler
+// The main thread's stack overflowing leaves it no stack for the handler (other threads have no
+// alternate stack: a stack overflow there dies unreported).
+alignas(16) char g_alternate_stack[64 * 1024];
 
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
@@ -82,7 +86,12 @@ void say_location(const char* label, const void* address) {
     say(" in ");
     say(info.dli_fname);
     say("+");
-    say_hex(reinterpret_cast<std::uintptr_t>(address) - reinterpret_cast<std::uintptr_t>(info.dli_fbase));
+    // addr2line wants the offset in a shared object or a position-independent executable, and the
+    // address itself in an executable linked at a fixed address (ELF type ET_EXEC).
+    const auto* header = static_cast<const ElfW(Ehdr)*>(info.dli_fbase);
+    const bool fixed_address = header != nullptr && header->e_type == ET_EXEC;
+    say_hex(reinterpret_cast<std::uintptr_t>(address) -
+            (fixed_address ? 0 : reinterpret_cast<std::uintptr_t>(info.dli_fbase)));
     if (info.dli_sname != nullptr) {
       say(" (");
       say(info.dli_sname);
@@ -92,25 +101,40 @@ void say_location(const char* label, const void* address) {
   say("\n");
 }
 
-void program_counters(const void* context, std::uintptr_t& pc, std::uintptr_t& caller) {
-  pc = caller = 0;
-  if (context == nullptr) return;
+std::uintptr_t program_counter(const void* context) {
+  if (context == nullptr) return 0;
   const auto* uc = static_cast<const ucontext_t*>(context);
 #if defined(__x86_64__)
-  pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  // A call pushes its return address: at a jump to 0 it is the word at the stack pointer.
-  if (pc == 0) caller = *reinterpret_cast<const std::uintptr_t*>(uc->uc_mcontext.gregs[REG_RSP]);
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
 #elif defined(__aarch64__)
-  pc = static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
-  if (pc == 0) caller = static_cast<std::uintptr_t>(uc->uc_mcontext.regs[30]);  // the link register
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
 #else
   (void)uc;
+  return 0;
+#endif
+}
+
+// Where a call through a null pointer came from (pc is 0): the return address the call left, on the
+// stack on x86_64, in the link register on aarch64. Read last: after a `ret` to 0 from a smashed stack
+// the stack pointer itself may be bad, and this read would end the handler.
+std::uintptr_t null_call_return_address(const void* context) {
+  if (context == nullptr) return 0;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  return *reinterpret_cast<const std::uintptr_t*>(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.regs[30]);
+#else
+  (void)uc;
+  return 0;
 #endif
 }
 
 extern "C" void on_crash(int signal_number, siginfo_t* info, void* context) {
   // SA_RESETHAND put the default action back: a fault inside this handler, or the raise() at its end,
-  // ends the process as the signal would have.
+  // ends the process as the signal would have. dladdr() and backtrace() take the loader's lock; should
+  // the crash have left it held, the alarm ends the process instead of a hang.
+  ::alarm(10);
   say(g_prefix);
   say("crashed: ");
   say(signal_name(signal_number));
@@ -122,14 +146,8 @@ extern "C" void on_crash(int signal_number, siginfo_t* info, void* context) {
     say_hex(reinterpret_cast<std::uintptr_t>(info != nullptr ? info->si_addr : nullptr));
   }
   say("\n");
-  std::uintptr_t pc = 0, caller = 0;
-  program_counters(context, pc, caller);
+  const std::uintptr_t pc = program_counter(context);
   if (pc != 0) say_location("  pc ", reinterpret_cast<const void*>(pc));
-  if (pc == 0 && caller != 0) {
-    say("  pc 0x0: a call through a null function pointer\n");
-    // The return address is one instruction past the call.
-    say_location("  called from ", reinterpret_cast<const void*>(caller - 1));
-  }
   void* frames[48];
   const int count = ::backtrace(frames, 48);
   say("  backtrace (");
@@ -137,6 +155,13 @@ extern "C" void on_crash(int signal_number, siginfo_t* info, void* context) {
   say(" frames, the first is this handler):\n");
   for (int i = 0; i < count; ++i) {
     say_location("    ", frames[i]);
+  }
+  if (pc == 0) {
+    say("  pc 0x0: a call through a null function pointer\n");
+    // The return address is one instruction past the call.
+    if (const std::uintptr_t caller = null_call_return_address(context); caller != 0) {
+      say_location("  called from ", reinterpret_cast<const void*>(caller - 1));
+    }
   }
   ::raise(signal_number);
 }
@@ -169,6 +194,8 @@ void format_prefix(const char* rank) {
 }  // namespace
 
 void install_crash_reporter() {
+  // UCX (Open MPI's InfiniBand transport) would put its own fault handlers over these in MPI_Init.
+  if (::setenv("UCX_HANDLE_ERRORS", "none", 0) != 0) warn("setenv(UCX_HANDLE_ERRORS)");
   if (::gethostname(g_host, sizeof g_host - 1) != 0) std::strcpy(g_host, "?");
   const char* rank = nullptr;
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {

@@ -9,13 +9,17 @@
 
 namespace dptrain {
 namespace {
-// A non-negative decimal number filling all of `text` ("90", "1.5"), or nullopt.
+// Longer than any job runs; also keeps a deadline (now + duration, in nanoseconds) inside int64.
+constexpr double kLongestSeconds = 10.0 * 366 * 86400;
+
+// Digits with at most one decimal point ("90", "1.5", ".5"), 12 characters at most, or nullopt: no
+// sign, exponent, hex, inf or nan, which strtod alone would take.
 std::optional<double> decimal(const std::string& text) {
-  if (text.empty() || !(std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.')) return std::nullopt;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (*end != '\0') return std::nullopt;
-  return value;
+  if (text.empty() || text.size() > 12 || text == "." || std::count(text.begin(), text.end(), '.') > 1 ||
+      !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0 || c == '.'; })) {
+    return std::nullopt;
+  }
+  return std::strtod(text.c_str(), nullptr);
 }
 
 std::vector<std::string> split(const std::string& text, char separator) {
@@ -56,19 +60,8 @@ std::optional<double> clock_seconds(const std::string& text) {
   for (std::size_t i = 0; i < fields.size(); ++i) seconds += fields[i] * units[i];
   return static_cast<double>(seconds);
 }
-}  // namespace
-
-std::optional<std::int64_t> parse_count(const std::string& text) {
-  // 12 digits at most, so the value times a day's seconds still fits in int64.
-  if (text.empty() || text.size() > 12 ||
-      !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
-    return std::nullopt;
-  }
-  return std::stoll(text);
-}
-
-std::optional<double> duration_seconds(const std::string& text, BareNumber bare) {
-  if (text.find_first_of(":-") != std::string::npos) return clock_seconds(text);
+// A number with a unit letter (s, m, h, d), or without one in the `bare` unit.
+std::optional<double> number_seconds(const std::string& text, BareNumber bare) {
   double unit = bare == BareNumber::minutes ? 60 : 1;
   std::string number = text;
   if (!text.empty()) {
@@ -89,6 +82,29 @@ std::optional<double> duration_seconds(const std::string& text, BareNumber bare)
   if (!value) return std::nullopt;
   return *value * unit;
 }
+}  // namespace
+
+std::optional<std::int64_t> parse_count(const std::string& text) {
+  // 12 digits at most, so the value times a day's seconds still fits in int64.
+  if (text.empty() || text.size() > 12 ||
+      !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    return std::nullopt;
+  }
+  return std::stoll(text);
+}
+
+std::optional<double> duration_seconds(const std::string& text, BareNumber bare) {
+  const std::optional<double> seconds = text.find_first_of(":-") != std::string::npos ? clock_seconds(text)
+                                                                                      : number_seconds(text, bare);
+  if (!seconds || *seconds > kLongestSeconds) return std::nullopt;
+  return seconds;
+}
+
+bool has_unit(const std::string& text) {
+  return !text.empty() && (std::string("smhd").find(text.back()) != std::string::npos ||
+                           text.find_first_of(":-") != std::string::npos);
+}
+
 
 double parse_duration_seconds(const std::string& text, const std::string& what) {
   const std::optional<double> seconds = duration_seconds(text);

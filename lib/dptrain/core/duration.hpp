@@ -12,8 +12,13 @@ namespace dptrain {
 // What a number without a unit means: seconds for our own flags, minutes in Slurm's --time.
 enum class BareNumber { seconds, minutes };
 
-// Seconds (>= 0), or nullopt when `text` is none of the forms above (spaces and signs included).
+// Seconds (>= 0, at most ten years), or nullopt when `text` is none of the forms above (spaces, signs
+// and exponents included).
 std::optional<double> duration_seconds(const std::string& text, BareNumber bare = BareNumber::seconds);
+
+// Whether `text` names its unit (a letter s, m, h, d) or is a clock form: where a bare number means
+// something else (--checkpoint-every: steps), only these are durations.
+bool has_unit(const std::string& text);
 
 // Seconds; throws dptrain::Error naming `what` (the flag) on anything else.
 double parse_duration_seconds(const std::string& text, const std::string& what);

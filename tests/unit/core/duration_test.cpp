@@ -31,7 +31,7 @@ TEST_CASE("a bare number is seconds, or minutes where Slurm's --time says so") {
 }
 
 TEST_CASE("a malformed duration names the flag and the text") {
-  for (const char* bad : {"", "m", "5x", "-5", "1:2:3:4", "a:10", "5 m", "1-2-3", "5:", "."}) {
+  for (const char* bad : {"", "m", "5x", "-5", "1:2:3:4", "a:10", "5 m", "1-2-3", "5:", ".", "1e3", "inf", "1.2.3", "0x10", "99999999999d"}) {
     INFO(bad);
     CHECK_THROWS_WITH(parse_duration_seconds(bad, "--stall-timeout"),
                       Catch::Contains("--stall-timeout '" + std::string(bad) + "' is not a duration"));
