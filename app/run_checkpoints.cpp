@@ -8,7 +8,7 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
-#include "dptrain/ckpt/preemption.hpp"
+#include "dptrain/ckpt/preemption.hpp"  // preemption_requested (train installs the handlers first)
 #include "dptrain/core/error.hpp"
 #include "dptrain/dist/parameter_sync.hpp"
 
@@ -21,7 +21,6 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, dist::Communicator& co
       every_(ckpt::CheckpointEvery::parse(options_.every)),
       limit_(ckpt::TimeLimit::from_environment(options_.time_limit)) {
   DPTRAIN_CHECK(options_.keep >= 0, "--keep must be 0 (keep all) or more, not ", options_.keep);
-  ckpt::install_preemption_handlers();
   if (comm_.rank() == 0 && limit_.deadline()) {
     log_ << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left()
          << " s from now; the run checkpoints and stops (exit code 75) before it\n";

@@ -30,6 +30,8 @@ struct CheckpointOptions {
 
 class RunCheckpoints {
  public:
+  // The caller has installed the USR1/TERM handlers (ckpt::install_preemption_handlers), first thing,
+  // so that a signal during start-up is kept for the first after_step().
   RunCheckpoints(CheckpointOptions options, dist::Communicator& comm, std::ostream& log);
 
   // Collective. Once every rank has its USR1/TERM handlers (they are installed before anything else

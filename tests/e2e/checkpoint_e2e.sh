@@ -138,6 +138,16 @@ for _ in $(seq 600); do
 done
 grep -q "step 5/" "$work/signal.log" || { cat "$work/signal.log"; fail "no step line after 60 s"; }
 binary=$(readlink -f "$dptrain")
+# wait_for_stop NAME: the background job (output in $work/NAME.log) must exit 75 after rank 0 reported
+# the stop; sets `stopped` to the step it stopped after.
+wait_for_stop() {
+  local code=0
+  wait "$background" || code=$?
+  background=""
+  [[ $code -eq 75 ]] || { cat "$work/$1.log"; fail "the $1 job exited with $code, expected 75"; }
+  stopped=$(sed -n 's/^stop requested .* after step \([0-9]*\);.*/\1/p' "$work/$1.log")
+  [[ -n $stopped ]] || { cat "$work/$1.log"; fail "$1: rank 0 did not report the stop"; }
+}
 rank_pids() {  # rank_pids PATTERN: the dptrain processes (not mpiexec) whose command line holds PATTERN
   local pid
   ranks=()
@@ -149,12 +159,7 @@ rank_pids "$work/signal"
 [[ ${#ranks[@]} -eq 2 ]] || fail "found ${#ranks[@]} dptrain rank processes of the signalled job (${ranks[*]}), expected 2"
 target=$(printf '%s\n' "${ranks[@]}" | sort -n | tail -n 1)
 kill -USR1 "$target"
-code=0
-wait "$background" || code=$?
-background=""
-[[ $code -eq 75 ]] || { cat "$work/signal.log"; fail "the signalled job exited with $code, expected 75"; }
-stopped=$(sed -n 's/^stop requested .* after step \([0-9]*\);.*/\1/p' "$work/signal.log")
-[[ -n $stopped ]] || { cat "$work/signal.log"; fail "rank 0 did not report the stop"; }
+wait_for_stop signal
 files=("$work"/signal/ckpt-*.h5)
 [[ ${#files[@]} -eq 1 && -f ${files[0]} ]] || fail "the signalled job left ${#files[@]} checkpoints: ${files[*]}"
 [[ $(cat "$work/signal/latest") == "$(basename "${files[0]}")" ]] || fail "latest does not name ${files[0]}"
@@ -176,13 +181,9 @@ done
 rank_pids "$ready"
 [[ ${#ranks[@]} -eq 2 ]] || fail "found ${#ranks[@]} dptrain rank processes of the early-signalled job, expected 2"
 kill -USR1 "${ranks[@]}"
-code=0
-wait "$background" || code=$?
-background=""
-[[ $code -eq 75 ]] || { cat "$work/early.log"; fail "the job signalled at its --ready-file exited with $code, expected 75"; }
-early_step=$(sed -n 's/^stop requested .* after step \([0-9]*\);.*/\1/p' "$work/early.log")
-[[ -n $early_step && -f $(ckpt "$work/early" "$early_step") ]] || { cat "$work/early.log"; fail "no checkpoint of the early stop"; }
-echo "5. SIGUSR1 to both ranks as soon as --ready-file exists: stopped after step $early_step with its checkpoint, exit 75"
+wait_for_stop early
+[[ -f $(ckpt "$work/early" "$stopped") ]] || { cat "$work/early.log"; fail "no checkpoint of the early stop"; }
+echo "5. SIGUSR1 to both ranks as soon as --ready-file exists: stopped after step $stopped with its checkpoint, exit 75"
 
 # 6. dptrain eval on 1 and 2 ranks: the training run's validation top-1.
 run eval_one 0 "$dptrain" eval --checkpoint "$work/one_full" --data "$work/fm" --threads 1 --json "$work/eval_one.json"

@@ -60,23 +60,25 @@ std::optional<double> clock_seconds(const std::string& text) {
   for (std::size_t i = 0; i < fields.size(); ++i) seconds += fields[i] * units[i];
   return static_cast<double>(seconds);
 }
-// A number with a unit letter (s, m, h, d), or without one in the `bare` unit.
+
+// The seconds in the unit a letter names (s, m, h, d), or 0 for any other character.
+double unit_seconds(char letter) {
+  switch (letter) {
+    case 's': return 1;
+    case 'm': return 60;
+    case 'h': return 3600;
+    case 'd': return 86400;
+    default: return 0;
+  }
+}
+
+// A number with a unit letter, or without one in the `bare` unit.
 std::optional<double> number_seconds(const std::string& text, BareNumber bare) {
   double unit = bare == BareNumber::minutes ? 60 : 1;
   std::string number = text;
-  if (!text.empty()) {
-    double suffix_unit = 0;  // 0: no unit letter
-    switch (text.back()) {
-      case 's': suffix_unit = 1; break;
-      case 'm': suffix_unit = 60; break;
-      case 'h': suffix_unit = 3600; break;
-      case 'd': suffix_unit = 86400; break;
-      default: break;
-    }
-    if (suffix_unit > 0) {
-      unit = suffix_unit;
-      number.pop_back();
-    }
+  if (!text.empty() && unit_seconds(text.back()) > 0) {
+    unit = unit_seconds(text.back());
+    number.pop_back();
   }
   const std::optional<double> value = decimal(number);
   if (!value) return std::nullopt;
@@ -101,10 +103,8 @@ std::optional<double> duration_seconds(const std::string& text, BareNumber bare)
 }
 
 bool has_unit(const std::string& text) {
-  return !text.empty() && (std::string("smhd").find(text.back()) != std::string::npos ||
-                           text.find_first_of(":-") != std::string::npos);
+  return !text.empty() && (unit_seconds(text.back()) > 0 || text.find_first_of(":-") != std::string::npos);
 }
-
 
 double parse_duration_seconds(const std::string& text, const std::string& what) {
   const std::optional<double> seconds = duration_seconds(text);
