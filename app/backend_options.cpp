@@ -33,6 +33,10 @@ void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale)
                     "on inf/NaN gradients, double after 2000 clean steps), or a fixed number")
         ->capture_default_str()->group(group);
   }
+  cmd->add_flag("!--no-memory-plan", o.memory_plan,
+                "Give every activation and gradient a buffer of its own instead of sharing memory between "
+                "tensors that are not alive at the same time (several times the memory; for comparisons)")
+      ->group(group);
 }
 
 int visible_devices(const BackendOptions& o) {
@@ -73,6 +77,13 @@ std::unique_ptr<dist::Communicator> make_gradient_communicator([[maybe_unused]] 
   }
 #endif
   return nullptr;
+}
+
+MemoryOptions memory_options(const BackendOptions& o, NetPurpose purpose) {
+  MemoryOptions m;
+  m.purpose = purpose;
+  m.plan = o.memory_plan;
+  return m;
 }
 
 LossScaleConfig loss_scale_config(const BackendOptions& o) {

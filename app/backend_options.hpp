@@ -9,6 +9,7 @@
 #include "dptrain/backend/backend.hpp"
 #include "dptrain/dist/communicator.hpp"
 #include "dptrain/dist/job.hpp"
+#include "dptrain/net/memory_plan.hpp"
 #include "dptrain/train/loss_scaler.hpp"
 
 namespace dptrain::app {
@@ -18,6 +19,7 @@ struct BackendOptions {
   int device = -1;                 // GPU ordinal; -1: chosen from the rank's place on its node
   std::string precision = "fp32";  // fp32 | bf16 | fp16
   std::string loss_scale = "auto"; // auto | none | dynamic | a number
+  bool memory_plan = true;         // off: --no-memory-plan (one buffer per activation, for comparisons)
 };
 
 void add_backend_options(CLI::App* cmd, BackendOptions& options, bool with_loss_scale);
@@ -34,6 +36,9 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options, const dist:
 std::unique_ptr<dist::Communicator> make_gradient_communicator(Backend& backend, const dist::Job& job);
 
 LossScaleConfig loss_scale_config(const BackendOptions& options);
+
+// How a net of this purpose allocates its activations (--no-memory-plan: one buffer per tensor).
+MemoryOptions memory_options(const BackendOptions& options, NetPurpose purpose);
 
 // The device memory the backend's allocator has handed out at most (MiB); a negative number on the CPU.
 double peak_device_mib(Backend& backend);

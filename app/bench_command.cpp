@@ -3,6 +3,8 @@
 // mpiexec every rank trains its own batch and the gradients are averaged as in `dptrain train`; the
 // rate is global (all ranks' images over the slowest rank's step time), which is what the scaling
 // study divides by the one-GPU rate.
+#include <sys/resource.h>
+
 #include <chrono>
 #include <fstream>
 #include <iomanip>
@@ -11,7 +13,9 @@
 #include "backend_options.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
+#include "dptrain/core/byte_size.hpp"
 #include "dptrain/dist/parameter_sync.hpp"
+#include "dptrain/net/memory_estimate.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
@@ -33,6 +37,15 @@ struct BenchOptions {
   BackendOptions device;
 };
 
+// The most memory this process used: the GPU allocator's peak on CUDA, the peak resident set on the CPU.
+std::size_t peak_memory_bytes(Backend& backend) {
+  const double gpu_mib = peak_device_mib(backend);
+  if (gpu_mib >= 0) return static_cast<std::size_t>(gpu_mib * (1 << 20));
+  rusage usage{};
+  DPTRAIN_CHECK(getrusage(RUSAGE_SELF, &usage) == 0, "getrusage failed");
+  return static_cast<std::size_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
+
 int run_bench(const BenchOptions& o) {
   dist::Job job(o.dist, visible_devices(o.device));
   dist::Communicator& comm = job.communicator();
@@ -44,6 +57,7 @@ int run_bench(const BenchOptions& o) {
   config.batch = o.batch;
   config.image_size = o.image_size;
   config.classes = o.classes;
+  config.memory = memory_options(o.device, NetPurpose::training);
   auto net = build_model(o.model, *backend, config);
   net->initialize(o.seed);
   TrainerConfig trainer_config;
@@ -89,6 +103,15 @@ int run_bench(const BenchOptions& o) {
   const double comm_seconds = after.communication_seconds - before.communication_seconds;
   const double hidden = comm_seconds > 0 ? std::max(0.0, 1.0 - (after.exposed_seconds - before.exposed_seconds) / comm_seconds) : 0.0;
   const double memory_mib = peak_device_mib(*backend);
+  // What `dptrain inspect` plans for this run, beside what it used (the GPU allocator's peak does not
+  // include the CUDA context; the resident set includes the program and its libraries).
+  MemoryEstimateOptions estimate_options;
+  estimate_options.precision = parse_precision(o.device.precision);
+  estimate_options.cuda = !backend->device().is_cpu();
+  estimate_options.ranks = ranks;
+  const MemoryEstimate estimate = estimate_memory(*net, estimate_options);
+  const std::size_t planned_bytes = (o.device.memory_plan ? estimate.total() : estimate.total_unplanned()) - estimate.reserved;
+  const std::size_t peak_bytes = peak_memory_bytes(*backend);
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
   const double flops_per_image = 3.0 * net->flops_per_sample();
   const double achieved = rate.mean * flops_per_image / 1e9;
@@ -108,6 +131,10 @@ int run_bench(const BenchOptions& o) {
         << " steps skipped on overflow)\n";
   }
   if (memory_mib > 0) std::cout << "GPU memory: " << std::setprecision(0) << memory_mib << " MiB peak in use\n";
+  out << "peak memory: " << format_bytes(static_cast<double>(peak_bytes))
+      << (memory_mib >= 0 ? " (GPU allocator)" : " resident") << ", planned " << format_bytes(static_cast<double>(planned_bytes))
+      << " (ratio " << std::setprecision(2) << static_cast<double>(peak_bytes) / static_cast<double>(planned_bytes) << ")"
+      << (o.device.memory_plan ? "" : ", one buffer per tensor (--no-memory-plan)") << "\n";
   if (!o.json.empty()) {
     std::ofstream file(o.json);
     DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
@@ -121,6 +148,9 @@ int run_bench(const BenchOptions& o) {
     j.field("images_per_sec_min", rate.min).field("images_per_sec_max", rate.max);
     j.field("gflops_achieved", achieved).field("gflops_peak", peak).field("efficiency", achieved / peak);
     if (memory_mib > 0) j.field("gpu_memory_peak_mib", memory_mib);
+    j.field("peak_memory_bytes", static_cast<std::int64_t>(peak_bytes));
+    j.field("planned_memory_bytes", static_cast<std::int64_t>(planned_bytes));
+    j.field("memory_planned", o.device.memory_plan);
     j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
     j.close();
     DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");

@@ -129,6 +129,7 @@ int run_eval(const EvalOptions& o) {
   config.classes = manifest.class_count();
   config.aux_heads = m.aux_heads;
   config.label_smoothing = static_cast<float>(m.label_smoothing);
+  config.memory = memory_options(o.device, NetPurpose::inference);  // forward only: a fraction of training's memory
   auto net = build_model(m.model, *backend, config);
   Trainer trainer(*net, TrainerConfig{});  // its optimizer only receives the checkpoint's momentum
   if (state) {

@@ -1,13 +1,17 @@
 // dptrain inspect --model NAME: the layers of a model, their output shapes and parameter counts, the
-// total parameter count and the forward FLOPs per image. dptrain inspect CKPT: a checkpoint
-// (inspect_checkpoint.cpp).
+// total parameter count, the forward FLOPs per image, and the memory a rank needs to train it at a
+// batch size (planned, and with one buffer per tensor as before the planner), with the largest batch
+// that fits a memory limit. dptrain inspect CKPT: a checkpoint (inspect_checkpoint.cpp).
 #include <iomanip>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "inspect_checkpoint.hpp"
+#include "memory_report.hpp"
+#include "dptrain/core/byte_size.hpp"
 #include "dptrain/net/models/registry.hpp"
-#include "json_writer.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -19,6 +23,7 @@ struct InspectOptions {
   bool no_aux = false;
   bool json = false;
   bool list = false;
+  MemoryQuery memory;
 };
 
 std::int64_t layer_parameters(Layer& layer) {
@@ -42,14 +47,20 @@ int run_inspect(const InspectOptions& o) {
   config.image_size = o.image_size;
   config.classes = o.classes;
   config.aux_heads = !o.no_aux;
+  config.memory.allocate = false;  // shapes and plans only
   auto net = build_model(o.model, *backend, config);
   const Shape& input = net->image_shape();
+  const MemoryReport memory = memory_report(o.model, config, o.memory);
   if (o.json) {
-    JsonWriter j(std::cout);
-    j.field("model", o.model).field("image_size", static_cast<std::int64_t>(input[2])).field("classes", o.classes);
-    j.field("aux_heads", static_cast<int>(config.aux_heads)).field("layers", static_cast<std::int64_t>(net->nodes().size() - 2));
-    j.field("parameters", net->parameter_count()).field("forward_flops_per_image", net->flops_per_sample());
-    j.close();
+    nlohmann::json j{{"model", o.model},
+                     {"image_size", input[2]},
+                     {"classes", o.classes},
+                     {"aux_heads", static_cast<int>(config.aux_heads)},
+                     {"layers", static_cast<std::int64_t>(net->nodes().size() - 2)},
+                     {"parameters", net->parameter_count()},
+                     {"forward_flops_per_image", net->flops_per_sample()},
+                     {"memory", to_json(memory)}};
+    std::cout << j.dump() << "\n";
     return 0;
   }
   std::cout << o.model << ": input " << input.to_string() << ", " << o.classes << " classes\n";
@@ -63,7 +74,8 @@ int run_inspect(const InspectOptions& o) {
               << node.layer->flops_per_sample() / 1e6 << (node.training_only ? "  (training only)" : "") << "\n";
   }
   std::cout << "parameters: " << net->parameter_count() << "\nforward GFLOP per image: " << std::setprecision(3)
-            << net->flops_per_sample() / 1e9 << " (multiply-add = 2 FLOPs)\n";
+            << net->flops_per_sample() / 1e9 << " (multiply-add = 2 FLOPs)\n\n";
+  print_memory_report(std::cout, memory);
   return 0;
 }
 }  // namespace
@@ -84,6 +96,7 @@ Command add_inspect_command(CLI::App& app) {
   cmd->add_option("--classes", o->classes, "Number of classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
   cmd->add_flag("--no-aux", o->no_aux, "Leave out the auxiliary classifiers (GoogLeNet, Inception-V3)");
   cmd->add_flag("--json", o->json, "Print a JSON summary instead of the table (of the model or the checkpoint)");
+  add_memory_query_options(cmd, o->memory);
   return [o] { return run_inspect(*o); };
 }
 

@@ -112,6 +112,7 @@ int run_train(const TrainOptions& o) {
   model.classes = manifest.class_count();
   model.aux_heads = !o.no_aux;
   model.label_smoothing = o.label_smoothing;
+  model.memory = memory_options(o.device, NetPurpose::training);
   auto net = build_model(o.model, *backend, model);
   net->initialize(o.seed);
   dist::broadcast_parameters(*net, comm);

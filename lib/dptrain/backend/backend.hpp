@@ -133,8 +133,10 @@ class Backend {
   // Memory on this backend's device, plain layout.
   virtual Tensor allocate(Shape shape, DType dtype = DType::f32) = 0;
   // An activation or activation gradient (of dtype activation_dtype(precision())), in the layout this backend's kernels read fastest
-  // (blocked8 where possible on the CPU). The layers' plans accept any layout; this one costs no reorder.
+  // (nChw16c or nChw8c where possible on the CPU). The layers' plans accept any layout; this one costs no reorder.
   virtual Tensor allocate_activation(Shape shape) = 0;
+  // The layout allocate_activation gives a tensor of this shape (for activations placed in an arena).
+  virtual Layout activation_layout(const Shape& /*shape*/) const { return Layout::plain; }
   // A host copy, plain layout; a bf16/f16 tensor comes back as f32 (the host never computes in 16 bits).
   virtual Tensor to_host(const Tensor& t) = 0;
   // From a plain host tensor of t's element type, or from f32 into a bf16/f16 tensor (converted).

@@ -6,11 +6,20 @@
 
 namespace dptrain {
 
-bool blockable(const Shape& shape) { return shape.rank() == 4 && shape[1] > 0 && shape[1] % 8 == 0; }
+int block_channels(Layout layout) {
+  switch (layout) {
+    case Layout::plain: return 1;
+    case Layout::blocked8: return 8;
+    case Layout::blocked16: return 16;
+  }
+  throw Error("unknown tensor layout");
+}
+
+bool blockable(const Shape& shape, Layout layout) {
+  return shape.rank() == 4 && shape[1] > 0 && shape[1] % block_channels(layout) == 0;
+}
 
 Tensor Tensor::empty(Shape shape, DType dtype, Layout layout) {
-  DPTRAIN_CHECK(layout == Layout::plain || blockable(shape), "a tensor of shape ", shape.to_string(),
-                " cannot be blocked by 8 channels");
   const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
   constexpr std::size_t alignment = 64;
   const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
@@ -29,6 +38,8 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Layout layout) {
 }
 
 Tensor Tensor::adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device, Layout layout) {
+  DPTRAIN_CHECK(layout == Layout::plain || blockable(shape, layout), "a tensor of shape ", shape.to_string(),
+                " cannot be blocked by ", block_channels(layout), " channels");
   Tensor t;
   t.data_ = owner.get();
   t.owner_ = std::move(owner);
@@ -59,6 +70,14 @@ Tensor Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::view_bytes(std::size_t offset, Shape shape, DType dtype, Layout layout) const {
+  const std::size_t need = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
+  DPTRAIN_CHECK(offset <= bytes() && need <= bytes() - offset, "a view of ", need, " bytes at offset ", offset,
+                " does not fit a tensor of ", bytes(), " bytes");
+  std::byte* base = static_cast<std::byte*>(data_) + offset;
+  return adopt(std::shared_ptr<void>(owner_, base), std::move(shape), dtype, device_, layout);
+}
+
 Tensor Tensor::slice_samples(std::int64_t first, std::int64_t count) const {
   DPTRAIN_CHECK(shape_.rank() >= 1 && first >= 0 && count >= 0 && first + count <= shape_[0],
                 "samples [", first, ",", first + count, ") are outside a tensor of shape ", shape_.to_string());
@@ -74,8 +93,8 @@ Tensor Tensor::slice_samples(std::int64_t first, std::int64_t count) const {
 void Tensor::check_access(DType requested, bool logical) const {
   DPTRAIN_CHECK(requested == dtype_, "tensor of shape ", shape_.to_string(), " holds ", name_of(dtype_),
                 " but was read as ", name_of(requested));
-  DPTRAIN_CHECK(!logical || layout_ == Layout::plain, "tensor of shape ", shape_.to_string(),
-                " is blocked by 8 channels and cannot be read in NCHW order; copy it to a plain tensor");
+  DPTRAIN_CHECK(!logical || layout_ == Layout::plain, "tensor of shape ", shape_.to_string(), " is blocked by ",
+                block_channels(layout_), " channels and cannot be read in NCHW order; copy it to a plain tensor");
 }
 
 void check_shape(const Tensor& actual, const Shape& expected, const std::string& who, const char* what) {

@@ -13,10 +13,14 @@
 namespace dptrain {
 
 // How a tensor's elements are ordered in memory. `plain` is row-major in the logical shape (NCHW).
-// `blocked8` is oneDNN's nChw8c: a 4-D tensor's channels in blocks of 8, the 8 innermost, which its
-// AVX2 kernels read without a reorder. It is only used when the channels are a multiple of 8, so a
-// blocked tensor has no padding and the same size as a plain one, and each sample stays contiguous.
-enum class Layout : std::uint8_t { plain, blocked8 };
+// `blocked8` and `blocked16` are oneDNN's nChw8c and nChw16c: a 4-D tensor's channels in blocks of 8
+// (16), the block innermost, which its AVX2 (AVX-512) kernels read without a reorder. A blocked layout
+// is only used when the channels are a multiple of the block, so a blocked tensor has no padding and
+// the same size as a plain one, and each sample stays contiguous.
+enum class Layout : std::uint8_t { plain, blocked8, blocked16 };
+
+// Channels per block: 1 for plain, 8 or 16 for the blocked layouts.
+int block_channels(Layout layout);
 
 class Tensor {
  public:
@@ -69,6 +73,9 @@ class Tensor {
   // The same memory with another shape of the same element count (a plain tensor, or a blocked one
   // whose spatial size is 1x1, which is laid out exactly like a plain one).
   Tensor reshaped(Shape shape) const;
+  // A tensor of another shape, type and layout at a byte offset into this one's memory, as a view that
+  // keeps the owner alive (how a Net's planned activations live in one arena).
+  Tensor view_bytes(std::size_t offset, Shape shape, DType dtype, Layout layout) const;
   // Samples [first, first + count) along the outermost axis, as a view.
   Tensor slice_samples(std::int64_t first, std::int64_t count) const;
 
@@ -83,8 +90,8 @@ class Tensor {
   Layout layout_ = Layout::plain;
 };
 
-// Whether a shape may be stored blocked8 (4-D with channels a positive multiple of 8).
-bool blockable(const Shape& shape);
+// Whether a shape may be stored in a blocked layout (4-D with channels a positive multiple of its block).
+bool blockable(const Shape& shape, Layout layout);
 
 // Fails with a message naming `who` and both shapes when `actual` is not `expected`.
 void check_shape(const Tensor& actual, const Shape& expected, const std::string& who, const char* what);

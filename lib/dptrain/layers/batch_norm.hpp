@@ -14,6 +14,8 @@ class BatchNorm final : public Layer {
   void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) override;
   void backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
                 std::span<Tensor* const> dinputs) override;
+  bool backward_reads_input(std::size_t) const override { return true; }
+  bool backward_reads_output() const override { return false; }
   std::span<Parameter> parameters() override { return params_; }
   std::span<Buffer> buffers() override { return buffers_; }
   void initialize(std::uint64_t seed) override;

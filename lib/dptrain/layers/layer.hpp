@@ -52,6 +52,17 @@ class Layer {
   virtual void backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
                         std::span<Tensor* const> dinputs) = 0;
 
+  // What the backward pass reads besides the output gradient, which tells the memory planner how long
+  // each activation must be kept. The defaults keep everything, so a new layer is safe before it is tuned.
+  virtual bool backward_reads_input(std::size_t /*index*/) const { return true; }
+  virtual bool backward_reads_output() const { return true; }
+  // Whether forward may write its output over input 0 and backward its input gradient over its output
+  // gradient (element-wise layers whose backward needs only the output, like ReLU).
+  virtual bool runs_in_place() const { return false; }
+  // Bytes the layer's plan keeps from a training forward to its backward (max-pooling indices, LRN
+  // scales, dropout masks, probabilities), at most: for memory estimates.
+  virtual std::size_t saved_state_bytes() const { return 0; }
+
   virtual std::span<Parameter> parameters() { return {}; }
   virtual std::span<Buffer> buffers() { return {}; }
   // Fills the parameters with their initial values, drawn from (seed, parameter name): the same on

@@ -17,6 +17,12 @@ Shape Pooling::setup(std::span<const Shape> inputs, Backend& backend) {
   return output;
 }
 
+std::size_t Pooling::saved_state_bytes() const {
+  // Max pooling keeps where each maximum came from (int32 on the GPU, a byte index on the CPU).
+  if (spec_.kind != PoolingKind::max) return 0;
+  return static_cast<std::size_t>(pooling_output_shape(spec_, who()).numel()) * 4;
+}
+
 void Pooling::forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) {
   check_input(*inputs[0], spec_.input, 0);
   plan_->forward(*inputs[0], output, ctx.training);

@@ -12,6 +12,9 @@ class Pooling final : public Layer {
   void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) override;
   void backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
                 std::span<Tensor* const> dinputs) override;
+  bool backward_reads_input(std::size_t) const override { return false; }
+  bool backward_reads_output() const override { return false; }
+  std::size_t saved_state_bytes() const override;
 
  private:
   PoolingSpec spec_;

@@ -14,6 +14,9 @@ class SoftmaxCrossEntropy final : public Layer {
   void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) override;
   void backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
                 std::span<Tensor* const> dinputs) override;
+  bool backward_reads_input(std::size_t index) const override { return index == 1; }
+  bool backward_reads_output() const override { return false; }
+  std::size_t saved_state_bytes() const override { return static_cast<std::size_t>(spec_.logits.numel()) * 4; }
 
   float loss_weight() const { return loss_weight_; }
   // Multiplies the gradient the backward pass starts from (loss scaling for fp16): the forward's

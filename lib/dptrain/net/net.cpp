@@ -10,6 +10,9 @@ double Net::forward(const PassContext& ctx) {
 }
 
 void Net::run_forward(const PassContext& ctx) {
+  DPTRAIN_CHECK(memory_.allocate, "this network was built for a memory estimate and has no activations to run with");
+  DPTRAIN_CHECK(!ctx.training || purpose() == NetPurpose::training,
+                "this network was built for inference (forward only, no memory for a training pass)");
   std::vector<const Tensor*> in;
   for (std::size_t i = 2; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
@@ -38,18 +41,20 @@ void Net::set_loss_scale(float scale) {
 }
 
 void Net::backward() {
+  DPTRAIN_CHECK(purpose() == NetPurpose::training, "this network was built for inference and has no backward pass");
+  DPTRAIN_CHECK(last_training_, "backward() needs a training forward pass first");
   std::vector<bool> written(nodes_.size(), false);
   std::vector<const Tensor*> in;
   std::vector<Tensor*> din;
-  std::vector<int> to_sum;
+  std::vector<std::size_t> to_sum;
   for (std::size_t i = nodes_.size(); i-- > 2;) {
     Node& node = nodes_[i];
     if (!node.is_loss && !written[i]) backend_->fill(node.grad, 0.f);  // a branch no loss reads
     in.clear();
     din.clear();
     to_sum.clear();
-    for (int j : node.inputs) {
-      const auto k = static_cast<std::size_t>(j);
+    for (std::size_t n = 0; n < node.inputs.size(); ++n) {
+      const auto k = static_cast<std::size_t>(node.inputs[n]);
       in.push_back(&nodes_[k].output);
       if (!nodes_[k].needs_grad) {
         din.push_back(nullptr);
@@ -57,14 +62,13 @@ void Net::backward() {
         din.push_back(&nodes_[k].grad);  // the first consumer writes in place
         written[k] = true;
       } else {
-        din.push_back(&scratch_[k]);  // later consumers add theirs after the backward call
-        to_sum.push_back(j);
+        din.push_back(&node.input_scratch[n]);  // later consumers add theirs after the backward call
+        to_sum.push_back(n);
       }
     }
     node.layer->backward(in, node.output, node.grad, din);
-    for (int j : to_sum) {
-      const auto k = static_cast<std::size_t>(j);
-      backend_->axpby(1.f, scratch_[k], 1.f, nodes_[k].grad);
+    for (std::size_t n : to_sum) {
+      backend_->axpby(1.f, node.input_scratch[n], 1.f, nodes_[static_cast<std::size_t>(node.inputs[n])].grad);
     }
     if (gradient_ready_) {
       for (Parameter& p : node.layer->parameters()) gradient_ready_(p);
@@ -79,7 +83,7 @@ const Tensor& Net::probabilities() const {
 std::vector<double> Net::losses() const {
   std::vector<double> out;
   for (const Node& node : nodes_) {
-    if (node.is_loss) out.push_back(backend_->to_host(node.output).data<float>()[0]);
+    if (node.is_loss && (!node.training_only || last_training_)) out.push_back(backend_->to_host(node.output).data<float>()[0]);
   }
   return out;
 }
@@ -114,6 +118,27 @@ double Net::flops_per_sample() const {
     if (node.layer) flops += node.layer->flops_per_sample();
   }
   return flops;
+}
+
+std::vector<PlanNode> Net::plan_nodes_for(NetPurpose purpose, DType activation) const {
+  std::vector<PlanNode> out(nodes_.size());
+  const bool training = purpose == NetPurpose::training;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    const Node& node = nodes_[i];
+    PlanNode& p = out[i];
+    p.inputs = node.inputs;
+    p.bytes = static_cast<std::size_t>(node.shape.numel()) * size_of(activation);
+    // The images (filled from the host between steps), the labels (host) and the losses (one value,
+    // read after the step) keep buffers of their own.
+    p.planned = node.layer != nullptr && !node.is_loss;
+    p.runs = node.layer != nullptr && (training || !node.training_only);
+    p.needs_grad = training && p.planned;
+    if (!node.layer) continue;
+    p.backward_reads_output = node.layer->backward_reads_output();
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) p.backward_reads_input.push_back(node.layer->backward_reads_input(k));
+    p.in_place = node.layer->runs_in_place();
+  }
+  return out;
 }
 
 void Net::initialize(std::uint64_t seed) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dptrain/layers/layer.hpp"
+#include "dptrain/net/memory_plan.hpp"
 
 namespace dptrain {
 
@@ -37,7 +38,8 @@ class Net {
 
   // The main classifier's probabilities [N, classes] from the latest forward.
   const Tensor& probabilities() const;
-  // The loss of each loss layer from the latest forward, unweighted, in build order.
+  // The loss of each loss layer from the latest forward, unweighted, in build order (the training-only
+  // ones only after a training forward).
   std::vector<double> losses() const;
 
   std::vector<Parameter*> parameters();  // in topological (build) order
@@ -50,8 +52,11 @@ class Net {
     std::unique_ptr<Layer> layer;  // null for the two inputs
     std::vector<int> inputs;
     Shape shape;
-    Tensor output;
+    Tensor output;      // undefined for a training-only node of an inference net
     Tensor grad;        // d(loss)/d(output), summed over consumers
+    // Per input: where this node's backward writes that input's gradient when another consumer wrote
+    // it first (then it is summed in); undefined where this node is the first writer.
+    std::vector<Tensor> input_scratch;
     int consumers = 0;  // how many layer inputs read this node
     bool needs_grad = false;
     bool is_loss = false;
@@ -60,13 +65,28 @@ class Net {
   const std::vector<Node>& nodes() const { return nodes_; }
   Backend& backend() { return *backend_; }
 
+  NetPurpose purpose() const { return memory_.purpose; }
+  // The plan of the activations (also made with MemoryOptions::plan off, where it is not used, so
+  // `inspect` can compare); what was allocated is activation_bytes().
+  const MemoryPlan& memory_plan() const { return plan_; }
+  const std::vector<PlanNode>& plan_nodes() const { return plan_nodes_; }
+  // What the planner needs of each node, for a purpose and an activation type (which may differ from
+  // the net's own: estimates for another precision).
+  std::vector<PlanNode> plan_nodes_for(NetPurpose purpose, DType activation) const;
+  std::size_t activation_bytes() const { return activation_bytes_; }
+  bool memory_planned() const { return memory_.plan; }
+
  private:
   friend class NetBuilder;
   Backend* backend_ = nullptr;
   std::vector<Node> nodes_;
   int main_loss_ = -1;
   bool last_training_ = true;  // whether the latest forward ran the training-only nodes
-  std::vector<Tensor> scratch_;  // per node: where a second consumer's gradient lands before summing
+  MemoryOptions memory_;
+  std::vector<PlanNode> plan_nodes_;
+  MemoryPlan plan_;
+  Tensor arena_;  // the planned activations and gradients
+  std::size_t activation_bytes_ = 0;
   GradientReady gradient_ready_;
 };
 

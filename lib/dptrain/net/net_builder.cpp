@@ -56,7 +56,8 @@ const Shape& NetBuilder::shape(int node) const {
   return net_->nodes_[static_cast<std::size_t>(node)].shape;
 }
 
-std::unique_ptr<Net> NetBuilder::build() {
+
+std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
   DPTRAIN_CHECK(net_ && net_->main_loss_ >= 0, "a network needs a loss layer");
   auto& nodes = net_->nodes_;
   Backend& backend = *net_->backend_;
@@ -70,20 +71,59 @@ std::unique_ptr<Net> NetBuilder::build() {
       if (node.training_only) ++training_readers[static_cast<std::size_t>(j)];
     }
   }
+  const DType activation = activation_dtype(backend.precision());
+  net_->memory_ = memory;
+  net_->plan_nodes_ = net_->plan_nodes_for(memory.purpose, activation);
+  net_->plan_ = plan_memory(net_->plan_nodes_, memory.purpose);
+  const MemoryPlan& plan = net_->plan_;
+  const bool training = memory.purpose == NetPurpose::training;
+  for (std::size_t i = 2; i < nodes.size(); ++i) nodes[i].needs_grad = training && !nodes[i].is_loss;
+  if (!memory.allocate) return std::move(net_);  // an estimate: the plan without its memory
   // Images are an activation (the first layer reads them), plain so that a host batch copies in.
-  nodes[kImages].output = backend.allocate(nodes[kImages].shape, activation_dtype(backend.precision()));
+  nodes[kImages].output = backend.allocate(nodes[kImages].shape, activation);
   nodes[kLabels].output = Tensor::zeros(nodes[kLabels].shape, DType::i32);  // labels stay on the host
+  for (auto& node : nodes) node.input_scratch.assign(node.inputs.size(), Tensor());
+  if (memory.plan) {
+    net_->arena_ = backend.allocate(Shape{static_cast<std::int64_t>(std::max<std::size_t>(plan.arena_bytes(), 1))}, DType::u8);
+    net_->activation_bytes_ = plan.arena_bytes();
+  }
+  auto planned = [&](int index, const Shape& shape) {
+    const auto& t = plan.tensors()[static_cast<std::size_t>(index)];
+    return net_->arena_.view_bytes(t.offset, shape, activation, backend.activation_layout(shape));
+  };
   for (std::size_t i = 2; i < nodes.size(); ++i) {
     auto& node = nodes[i];
-    // Losses are one plain f32 value (read precisely in every precision); everything else is kept in
-    // the backend's fastest layout and activation type.
-    node.output = node.is_loss ? backend.allocate(node.shape) : backend.allocate_activation(node.shape);
-    node.needs_grad = !node.is_loss;
-    if (node.needs_grad) node.grad = backend.allocate_activation(node.shape);
+    const int id = static_cast<int>(i);
+    if (node.is_loss) {
+      // Losses are one plain f32 value (read precisely in every precision).
+      if (training || !node.training_only) node.output = backend.allocate(node.shape);
+      continue;
+    }
+    if (!memory.plan) {
+      // One buffer per tensor, as before the planner, kept in the backend's fastest layout.
+      node.output = backend.allocate_activation(node.shape);
+      if (node.needs_grad) node.grad = backend.allocate_activation(node.shape);
+      net_->activation_bytes_ += node.output.bytes() + node.grad.bytes();
+      continue;
+    }
+    if (plan.output_of(id) >= 0) node.output = planned(plan.output_of(id), node.shape);
+    if (node.needs_grad) node.grad = planned(plan.gradient_of(id), node.shape);
   }
-  net_->scratch_.resize(nodes.size());
-  for (std::size_t i = 2; i < nodes.size(); ++i) {
-    if (nodes[i].consumers > 1) net_->scratch_[i] = backend.allocate_activation(nodes[i].shape);
+  // Where a later consumer's backward writes an input's gradient before it is summed in.
+  for (std::size_t j = 2; j < nodes.size() && training; ++j) {
+    if (!nodes[j].needs_grad) continue;
+    Tensor shared;  // the old scheme: one per node read by several layers
+    if (!memory.plan && nodes[j].consumers > 1) {
+      shared = backend.allocate_activation(nodes[j].shape);
+      net_->activation_bytes_ += shared.bytes();
+    }
+    for (std::size_t i = j + 1; i < nodes.size(); ++i) {
+      for (std::size_t k = 0; k < nodes[i].inputs.size(); ++k) {
+        if (nodes[i].inputs[k] != static_cast<int>(j)) continue;
+        const int s = memory.plan ? plan.scratch_of(static_cast<int>(i), k) : -1;
+        nodes[i].input_scratch[k] = s >= 0 ? planned(s, nodes[j].shape) : shared;
+      }
+    }
   }
   return std::move(net_);
 }

@@ -21,7 +21,8 @@ class NetBuilder {
   int add_loss(std::unique_ptr<Layer> layer, int logits, bool training_only = false);
 
   const Shape& shape(int node) const;
-  std::unique_ptr<Net> build();
+  // Plans the activations' memory (see memory_plan.hpp) and allocates it.
+  std::unique_ptr<Net> build(const MemoryOptions& memory = {});
 
  private:
   std::unique_ptr<Net> net_;

@@ -1,5 +1,6 @@
-// The CPU backend keeps activations blocked (nChw8c). Every plan must give the same numbers whether
-// its tensors are plain or blocked, and copies between the layouts must be exact.
+// The CPU backend keeps activations blocked (nChw16c with AVX-512, nChw8c otherwise). Every plan must
+// give the same numbers whether its tensors are plain or blocked in either way, and copies between the
+// layouts must be exact.
 #include <catch2/catch.hpp>
 
 #include "dptrain/backend/backend.hpp"
@@ -8,14 +9,16 @@
 using namespace dptrain;
 
 namespace {
+// The blocked layout a section works in.
+Layout blocked_layout = Layout::blocked8;
+
+Tensor blocked_empty(const Shape& s) { return Tensor::zeros(s, DType::f32, blocked_layout); }
 // A blocked copy of a plain host tensor.
 Tensor blocked(Backend& backend, const Tensor& plain) {
-  Tensor t = backend.allocate_activation(plain.shape());
-  REQUIRE(t.layout() == Layout::blocked8);
+  Tensor t = blocked_empty(plain.shape());
   backend.copy(plain, t);
   return t;
 }
-Tensor blocked_empty(const Shape& s) { return Tensor::zeros(s, DType::f32, Layout::blocked8); }
 
 void check_same(Backend& backend, const Tensor& from_blocked, const Tensor& from_plain) {
   CHECK(testing::relative_error(backend.to_host(from_blocked), from_plain) < 1e-6);
@@ -26,6 +29,15 @@ TEST_CASE("blocked tensors round-trip exactly and refuse NCHW access", "[backend
   auto backend = make_cpu_backend();
   const Shape s{2, 16, 3, 5};
   const Tensor x = testing::random_tensor(s, 1);
+  blocked_layout = Layout::blocked16;
+  const Tensor b16 = blocked(*backend, x);
+  // nChw16c: element (n=1, c=9, h=2, w=4) sits in sample 1's only block, at spatial position 14, lane 9.
+  CHECK(b16.elements<float>()[240 + 14 * 16 + 9] == x.data<float>()[240 + (9 * 3 + 2) * 5 + 4]);
+  CHECK(testing::relative_error(backend->to_host(b16), x) == 0.0);
+  CHECK_THROWS_WITH(b16.data<float>(), Catch::Contains("blocked by 16 channels"));
+  CHECK_THROWS_WITH(Tensor::empty(Shape{2, 24, 3, 3}, DType::f32, Layout::blocked16),
+                    Catch::Contains("cannot be blocked by 16"));
+  blocked_layout = Layout::blocked8;
   const Tensor b = blocked(*backend, x);
   CHECK(b.bytes() == x.bytes());
   // nChw8c: element (n=0, c=9, h=1, w=2) sits in block 1, at spatial position 1*5+2, lane 1.
@@ -40,19 +52,25 @@ TEST_CASE("blocked tensors round-trip exactly and refuse NCHW access", "[backend
                     Catch::Contains("cannot be blocked"));
   CHECK(backend->allocate_activation(Shape{2, 12, 3, 3}).layout() == Layout::plain);
   CHECK(backend->allocate_activation(Shape{2, 16}).layout() == Layout::plain);
+  // 24 channels fit only blocks of 8; 32 fit the machine's own block (16 with AVX-512, else 8).
+  CHECK(backend->allocate_activation(Shape{2, 24, 3, 3}).layout() == Layout::blocked8);
+  const Layout wide = backend->allocate_activation(Shape{2, 32, 3, 3}).layout();
+  CHECK((wide == Layout::blocked8 || wide == Layout::blocked16));
 }
 
 TEST_CASE("plans give the same results on blocked and plain tensors", "[backend][layout]") {
   auto backend = make_cpu_backend();
-  const Shape in{3, 8, 7, 9};
+  blocked_layout = GENERATE(Layout::blocked8, Layout::blocked16);
+  CAPTURE(block_channels(blocked_layout));
+  const Shape in{3, 16, 7, 9};
   const Tensor x = testing::random_tensor(in, 3);
   const Tensor bx = blocked(*backend, x);
 
   SECTION("convolution, forward and backward") {
-    ConvolutionSpec spec{in, 16, Window2d::square(3, 2, 1)};
+    ConvolutionSpec spec{in, 32, Window2d::square(3, 2, 1)};
     auto plan = backend->make_convolution(spec);
     const Shape out = convolution_output_shape(spec, "c");
-    const Tensor w = testing::random_tensor(convolution_weight_shape(spec), 4), b = testing::random_tensor(Shape{16}, 5);
+    const Tensor w = testing::random_tensor(convolution_weight_shape(spec), 4), b = testing::random_tensor(Shape{32}, 5);
     Tensor y = Tensor::zeros(out), by = blocked_empty(out);
     plan->forward(x, w, b, y);
     plan->forward(bx, w, b, by);
@@ -63,7 +81,7 @@ TEST_CASE("plans give the same results on blocked and plain tensors", "[backend]
     plan->backward_data(dy, w, dx);
     plan->backward_data(bdy, w, bdx);
     check_same(*backend, bdx, dx);
-    Tensor dw = Tensor::zeros(w.shape()), db = Tensor::zeros(Shape{16}), dw2 = Tensor::zeros(w.shape()), db2 = Tensor::zeros(Shape{16});
+    Tensor dw = Tensor::zeros(w.shape()), db = Tensor::zeros(Shape{32}), dw2 = Tensor::zeros(w.shape()), db2 = Tensor::zeros(Shape{32});
     plan->backward_weights(x, dy, dw, db);
     plan->backward_weights(bx, bdy, dw2, db2);
     CHECK(testing::relative_error(dw2, dw) < 1e-6);
@@ -79,8 +97,8 @@ TEST_CASE("plans give the same results on blocked and plain tensors", "[backend]
     check_same(*backend, by, y);
 
     auto bn = backend->make_batch_norm(BatchNormSpec{in});
-    const Tensor scale = testing::random_tensor(Shape{8}, 7), shift = testing::random_tensor(Shape{8}, 8);
-    Tensor m = Tensor::zeros(Shape{8}), v = Tensor::zeros(Shape{8}), m2 = Tensor::zeros(Shape{8}), v2 = Tensor::zeros(Shape{8});
+    const Tensor scale = testing::random_tensor(Shape{16}, 7), shift = testing::random_tensor(Shape{16}, 8);
+    Tensor m = Tensor::zeros(Shape{16}), v = Tensor::zeros(Shape{16}), m2 = Tensor::zeros(Shape{16}), v2 = Tensor::zeros(Shape{16});
     Tensor ny = Tensor::zeros(in), bny = blocked_empty(in);
     bn->forward_training(x, scale, shift, ny, m, v);
     bn->forward_training(bx, scale, shift, bny, m2, v2);
@@ -109,7 +127,7 @@ TEST_CASE("plans give the same results on blocked and plain tensors", "[backend]
     Tensor y = Tensor::zeros(out);
     const std::vector<const Tensor*> plain_inputs{&x, &z, &x};
     concat->forward(plain_inputs, y);
-    Tensor mixed_y = Tensor::zeros(out);  // 20 channels: plain
+    Tensor mixed_y = Tensor::zeros(out);  // 36 channels: plain
     const std::vector<const Tensor*> mixed{&bx, &z, &bx};
     concat->forward(mixed, mixed_y);
     CHECK(testing::relative_error(mixed_y, y) == 0.0);

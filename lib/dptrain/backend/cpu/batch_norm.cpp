@@ -12,7 +12,7 @@ class OneDnnBatchNorm final : public BatchNormPlan {
       : ctx_(std::move(ctx)), spec_(spec), channel_(Shape{spec.input.rank() >= 2 ? spec.input[1] : 0}) {
     DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ",
                   spec.input.to_string());
-    x_desc_ = layout_desc(spec.input, preferred_layout(spec.input));
+    x_desc_ = layout_desc(spec.input, preferred_layout(*ctx_, spec.input));
     x_ = Slot(spec.input, x_desc_);
     y_ = Slot(spec.input, x_desc_);
     dy_ = Slot(spec.input, x_desc_);

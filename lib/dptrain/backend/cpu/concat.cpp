@@ -1,5 +1,5 @@
 // Concatenation along channels and its inverse. Each input is a contiguous block per sample, in the
-// plain layout and in blocked8 alike (whole channel blocks), so when all tensors share a layout both
+// plain layout and in the blocked layouts alike (whole channel blocks), so when all tensors share a layout both
 // directions are one memcpy per (sample, input). Mixed layouts go through plain staging copies.
 #include <cstring>
 #include <vector>

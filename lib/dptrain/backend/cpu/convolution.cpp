@@ -1,6 +1,6 @@
 // Convolution on oneDNN. The primitives choose their own (blocked) layouts through format_tag::any,
 // which is several times faster than forcing NCHW; a Slot reorders a tensor in another layout in and
-// out (activations kept blocked8 need none).
+// out (activations kept in the machine's block layout need none).
 #include "dptrain/backend/cpu/plans.hpp"
 
 namespace dptrain::cpu {

@@ -2,6 +2,24 @@
 
 namespace dptrain::cpu {
 
+namespace {
+// The source layout oneDNN's convolution picks for a 64-channel input when left to choose.
+Layout convolution_block(const dnnl::engine& engine) {
+  const dnnl::memory::dims src{2, 64, 14, 14}, wei{64, 64, 3, 3}, dst{2, 64, 14, 14}, one{1, 1};
+  const auto any = [](const dnnl::memory::dims& d) {
+    return DNNL_CHECK(dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any));
+  };
+  const auto desc = DNNL_CHECK(dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                                               dnnl::algorithm::convolution_direct, any(src),
+                                                               any(wei), any(dst), one, one, one));
+  const auto pd = DNNL_CHECK(dnnl::convolution_forward::primitive_desc(desc, engine));
+  const auto blocked16 = DNNL_CHECK(dnnl::memory::desc(src, dnnl::memory::data_type::f32, dnnl_tag::aBcd16b));
+  return pd.src_desc() == blocked16 ? Layout::blocked16 : Layout::blocked8;
+}
+}  // namespace
+
+DnnlContext::DnnlContext() : block(convolution_block(engine)) {}
+
 dnnl::memory::dims dims_of(const Shape& shape) { return dnnl::memory::dims(shape.dims().begin(), shape.dims().end()); }
 
 dnnl::memory::desc plain_desc(const Shape& shape, dnnl_tag tag) {
@@ -29,10 +47,18 @@ void check_cpu_tensor(const Tensor& t, const Shape& expected, const std::string&
 }
 
 dnnl::memory::desc layout_desc(const Shape& shape, Layout layout) {
-  return layout == Layout::blocked8 ? plain_desc(shape, dnnl_tag::aBcd8b) : plain_desc(shape);
+  switch (layout) {
+    case Layout::blocked8: return plain_desc(shape, dnnl_tag::aBcd8b);
+    case Layout::blocked16: return plain_desc(shape, dnnl_tag::aBcd16b);
+    case Layout::plain: break;
+  }
+  return plain_desc(shape);
 }
 
-Layout preferred_layout(const Shape& shape) { return blockable(shape) ? Layout::blocked8 : Layout::plain; }
+Layout preferred_layout(const DnnlContext& ctx, const Shape& shape) {
+  if (blockable(shape, ctx.block)) return ctx.block;
+  return blockable(shape, Layout::blocked8) ? Layout::blocked8 : Layout::plain;
+}
 
 Slot::Bridge& Slot::bridge(DnnlContext& ctx, Layout layout) {
   auto& b = bridges_[static_cast<int>(layout)];

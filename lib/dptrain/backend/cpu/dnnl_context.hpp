@@ -13,8 +13,13 @@
 namespace dptrain::cpu {
 
 struct DnnlContext {
+  DnnlContext();
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  // The channel blocking this machine's convolution kernels work in (blocked16 with AVX-512, blocked8
+  // with AVX2), found by asking oneDNN once. Keeping activations in it means no reorder, and no
+  // per-plan staging copy of every activation, between convolutions and the ops around them.
+  Layout block = Layout::blocked8;
 };
 using DnnlContextPtr = std::shared_ptr<DnnlContext>;
 
@@ -32,9 +37,10 @@ void check_cpu_tensor(const Tensor& t, const Shape& expected, const std::string&
 
 // The oneDNN descriptor of a tensor of this shape stored in this layout.
 dnnl::memory::desc layout_desc(const Shape& shape, Layout layout);
-// The layout the CPU backend keeps activations in: blocked8 where the shape allows it (what the AVX2
-// convolution, pooling, LRN and batch-norm kernels read natively), plain otherwise.
-Layout preferred_layout(const Shape& shape);
+// The layout the CPU backend keeps activations in: the context's block where the shape allows it (what
+// the convolution, pooling, LRN and batch-norm kernels read natively), blocked8 where only that fits
+// (GoogLeNet's 24-channel layers), plain otherwise.
+Layout preferred_layout(const DnnlContext& ctx, const Shape& shape);
 
 // One tensor argument of a primitive. The primitive was made for one memory layout (`wanted`); the
 // tensor passed at run time may be plain or blocked. When they agree, the tensor's memory is used
@@ -61,7 +67,7 @@ class Slot {
 
   Shape shape_;
   dnnl::memory::desc wanted_;
-  std::unique_ptr<Bridge> bridges_[2];  // indexed by Layout
+  std::unique_ptr<Bridge> bridges_[3];  // indexed by Layout
 };
 
 // Copies between two host tensors of one shape, reordering when their layouts differ.

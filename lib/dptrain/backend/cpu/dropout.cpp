@@ -46,9 +46,10 @@ class HostDropout final : public DropoutPlan {
   // The NCHW index within a sample of the element at memory position `e` of the mask's layout.
   std::int64_t logical_index(std::int64_t e) const {
     if (mask_.layout() == Layout::plain) return e;
+    const std::int64_t lanes = block_channels(mask_.layout());
     const std::int64_t spatial = spec_.input[2] * spec_.input[3];
-    const std::int64_t block = e / (spatial * 8), within = e % (spatial * 8);
-    return (block * 8 + within % 8) * spatial + within / 8;
+    const std::int64_t block = e / (spatial * lanes), within = e % (spatial * lanes);
+    return (block * lanes + within % lanes) * spatial + within / lanes;
   }
 
   void multiply(const Tensor& in, Tensor& out) const {

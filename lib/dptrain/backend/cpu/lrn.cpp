@@ -12,7 +12,7 @@ class OneDnnLrn final : public LrnPlan {
     DPTRAIN_CHECK(spec.input.rank() == 4, spec.who, ": input must be 4-D [N,C,H,W] but has shape ", spec.input.to_string());
     DPTRAIN_CHECK(spec.size > 0 && spec.size % 2 == 1, spec.who, ": the window size must be odd and positive, not ",
                   spec.size);
-    desc_ = layout_desc(spec.input, preferred_layout(spec.input));  // oneDNN's nchw LRN backward is a slow reference
+    desc_ = layout_desc(spec.input, preferred_layout(*ctx_, spec.input));  // oneDNN's nchw LRN backward is a slow reference
     x_ = Slot(spec.input, desc_);
     y_ = Slot(spec.input, desc_);
     dy_ = Slot(spec.input, desc_);

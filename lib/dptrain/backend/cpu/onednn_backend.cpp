@@ -87,9 +87,10 @@ class OneDnnBackend final : public Backend {
 
   Tensor allocate(Shape shape, DType dtype) override { return Tensor::empty(std::move(shape), dtype); }
   Tensor allocate_activation(Shape shape) override {
-    const Layout layout = preferred_layout(shape);
+    const Layout layout = activation_layout(shape);
     return Tensor::empty(std::move(shape), DType::f32, layout);
   }
+  Layout activation_layout(const Shape& shape) const override { return preferred_layout(*ctx_, shape); }
   Tensor to_host(const Tensor& t) override {
     Tensor copy_of = Tensor::empty(t.shape(), t.dtype());
     copy(t, copy_of);

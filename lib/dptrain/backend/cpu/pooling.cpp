@@ -23,7 +23,7 @@ class OneDnnPooling final : public PoolingPlan {
     window_output_size(spec.input[3], w.kernel_w, w.stride_w, w.pad_w, spec.rounding, &extra_w);
     const dnnl::memory::dims strides{w.stride_h, w.stride_w}, kernel{w.kernel_h, w.kernel_w};
     const dnnl::memory::dims pad_l{w.pad_h, w.pad_w}, pad_r{w.pad_h + extra_h, w.pad_w + extra_w};
-    const Layout layout = preferred_layout(spec.input);  // oneDNN's nchw pooling is ~20x slower
+    const Layout layout = preferred_layout(*ctx_, spec.input);  // oneDNN's nchw pooling is ~20x slower
     x_desc_ = layout_desc(spec.input, layout);
     y_desc_ = layout_desc(output_, layout);
     x_ = Slot(spec.input, x_desc_);

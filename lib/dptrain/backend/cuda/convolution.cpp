@@ -18,14 +18,12 @@
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
+#include "dptrain/backend/cudnn_workspace.hpp"
 
 namespace dptrain::cuda {
 namespace {
 // The most workspace an algorithm may ask for while being timed; DPTRAIN_CUDNN_WORKSPACE_MB overrides.
-std::size_t workspace_cap() {
-  if (const char* mb = std::getenv("DPTRAIN_CUDNN_WORKSPACE_MB")) return std::strtoull(mb, nullptr, 10) << 20;
-  return std::size_t{512} << 20;
-}
+std::size_t workspace_cap() { return cudnn_workspace_cap_bytes(); }
 
 // One pass's algorithm, chosen on its first run and kept.
 template <typename Algo>

@@ -20,7 +20,7 @@ std::unique_ptr<Net> build_alexnet(Backend& backend, const ModelConfig& c) {
   x = blocks::relu(b, "fc7/relu", blocks::linear(b, "fc7", x, 4096));
   x = blocks::linear(b, "fc8", x, c.classes);
   blocks::loss(b, "loss", x, 1.f, c.label_smoothing);
-  return b.build();
+  return b.build(c.memory);
 }
 
 }  // namespace dptrain

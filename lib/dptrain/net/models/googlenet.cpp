@@ -64,7 +64,7 @@ std::unique_ptr<Net> build_googlenet(Backend& backend, const ModelConfig& c) {
     auxiliary_head(b, "loss1", aux1_input, c);
     auxiliary_head(b, "loss2", aux2_input, c);
   }
-  return b.build();
+  return b.build(c.memory);
 }
 
 }  // namespace dptrain

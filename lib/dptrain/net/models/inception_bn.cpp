@@ -61,7 +61,7 @@ std::unique_ptr<Net> build_inception_bn(Backend& backend, const ModelConfig& c) 
   x = blocks::global_avg_pool(b, "global_pool", x);
   x = blocks::linear(b, "fc1", x, c.classes);
   blocks::loss(b, "softmax", x, 1.f, c.label_smoothing);
-  return b.build();
+  return b.build(c.memory);
 }
 
 }  // namespace dptrain

@@ -27,7 +27,7 @@ std::unique_ptr<Net> build_inception_mini(Backend& backend, const ModelConfig& c
   x = blocks::global_avg_pool(b, "pool3", x);
   x = blocks::linear(b, "classifier", x, c.classes);
   blocks::loss(b, "loss", x, 1.f, c.label_smoothing);
-  return b.build();
+  return b.build(c.memory);
 }
 
 }  // namespace dptrain

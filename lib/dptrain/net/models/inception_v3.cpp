@@ -111,7 +111,7 @@ std::unique_ptr<Net> build_inception_v3(Backend& backend, const ModelConfig& c) 
   x = blocks::linear(b, "fc", x, c.classes);
   blocks::loss(b, "loss", x, 1.f, c.label_smoothing);
   if (c.aux_heads) auxiliary_head(b, aux_input, c);
-  return b.build();
+  return b.build(c.memory);
 }
 
 }  // namespace dptrain

@@ -16,7 +16,7 @@ std::unique_ptr<Net> build_lenet(Backend& backend, const ModelConfig& c) {
   x = blocks::relu(b, "ip1/relu", x);
   x = blocks::linear(b, "ip2", x, c.classes);
   blocks::loss(b, "loss", x, 1.f, c.label_smoothing);
-  return b.build();
+  return b.build(c.memory);
 }
 
 }  // namespace dptrain

@@ -32,7 +32,7 @@ std::unique_ptr<Net> build_resnet50(Backend& backend, const ModelConfig& c) {
   x = blocks::global_avg_pool(b, "avgpool", x);
   x = blocks::linear(b, "fc", x, c.classes);
   blocks::loss(b, "loss", x, 1.f, c.label_smoothing);
-  return b.build();
+  return b.build(c.memory);
 }
 
 }  // namespace dptrain

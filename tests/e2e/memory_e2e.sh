@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# End-to-end: `dptrain inspect` memory figures and limits (the GPUs we target: a 16 GiB P100 in fp32,
+# a 141 GiB H200 in bf16), its errors, and `dptrain bench` reporting its peak beside the planned figure.
+set -uo pipefail
+dptrain=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# field JSON KEY: a field of the "memory" object of `inspect --json`, or of a flat bench result.
+field() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("memory", d)[sys.argv[2]])' "$1" "$2"; }
+largest() {  # largest MODEL LIMIT PRECISION: the largest batch per rank on the CUDA backend
+  "$dptrain" inspect --model "$1" --memory-limit "$2" --precision "$3" --backend cuda --json > "$work/m.json" ||
+    fail "inspect --model $1 --memory-limit $2 failed"
+  field "$work/m.json" largest_batch
+}
+rn50=$(largest resnet50 16GiB fp32); echo "resnet50 fp32 16 GiB: $rn50"
+(( rn50 >= 64 )) || fail "ResNet-50 fits only batch $rn50 in 16 GiB"
+v3=$(largest inception-v3 16GiB fp32); echo "inception-v3 fp32 16 GiB: $v3"
+(( v3 >= 32 )) || fail "Inception-V3 fits only batch $v3 in 16 GiB"
+h200=$(largest resnet50 141GiB bf16); echo "resnet50 bf16 141 GiB: $h200"
+(( h200 >= 512 )) || fail "ResNet-50 fits only batch $h200 in 141 GiB (bf16)"
+old=$(field "$work/m.json" largest_batch_unplanned)
+(( old * 2 < h200 )) || fail "the old scheme's batch $old is not far below the planned $h200"
+
+# The human table names every part and the limit.
+"$dptrain" inspect --model googlenet --batch-size 64 --memory-limit 16G > "$work/t.txt" || fail "inspect table failed"
+for part in "parameters (fp32)" "optimizer state" "activations + gradients" "workspace" "total" "largest batch per rank in 16.0 GiB"; do
+  grep -qF "$part" "$work/t.txt" || fail "the memory table has no '$part'"
+done
+"$dptrain" inspect --model googlenet --batch-size 64 --inference | grep -q "inference (dptrain eval)" || fail "no inference table"
+
+# Bad input: one sentence and a non-zero exit.
+expect_error() {  # expect_error TEXT ARGS...: the command fails and says TEXT
+  local text=$1; shift
+  if "$dptrain" "$@" > "$work/out" 2>&1; then fail "'$*' succeeded"; fi
+  grep -qF "$text" "$work/out" || { cat "$work/out"; fail "'$*' did not say '$text'"; }
+}
+expect_error "is not a memory size" inspect --model resnet50 --memory-limit 16
+expect_error "is not a memory size" inspect --model resnet50 --memory-limit lots
+expect_error "cuda backend only" inspect --model resnet50 --precision bf16 --backend cpu
+expect_error "unknown model" inspect --model vgg19 --memory-limit 16GiB
+"$dptrain" inspect --model resnet50 --memory-limit 100MiB --backend cuda > "$work/small.txt" || fail "a tiny limit failed"
+grep -q "not even one image fits" "$work/small.txt" || fail "a limit below one image does not say so"
+
+# bench: the peak it measured beside the plan, planned and with --no-memory-plan.
+"$dptrain" bench --model inception-mini --classes 10 --image-size 28 --batch-size 32 --steps 2 --warmup 1 \
+  --json "$work/b.json" > "$work/b.txt" || fail "bench failed"
+grep -q "^peak memory: .* resident, planned" "$work/b.txt" || fail "bench prints no peak memory line"
+peak=$(field "$work/b.json" peak_memory_bytes) planned=$(field "$work/b.json" planned_memory_bytes)
+(( peak > planned / 2 && planned > 0 )) || fail "peak $peak and planned $planned bytes do not agree"
+[[ $(field "$work/b.json" memory_planned) == True ]] || fail "bench JSON does not say the memory was planned"
+"$dptrain" bench --model inception-mini --classes 10 --image-size 28 --batch-size 32 --steps 1 --warmup 0 \
+  --no-memory-plan --json "$work/u.json" > /dev/null || fail "bench --no-memory-plan failed"
+[[ $(field "$work/u.json" memory_planned) == False ]] || fail "--no-memory-plan is not in the JSON"
+(( $(field "$work/u.json" planned_memory_bytes) > planned )) || fail "one buffer per tensor is not planned larger"
+echo "memory e2e: all checks passed"
