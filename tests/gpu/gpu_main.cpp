@@ -44,7 +44,7 @@ Backend* gpu(Precision precision) {
 int main(int argc, char** argv) {
   std::string why_not;
   if (!dptrain::cuda::gpu_usable(why_not)) {
-    std::printf("SKIP: %s\n", why_not.c_str());
+    std::printf("SKIP: no usable GPU: %s\n", why_not.c_str());
     return 77;
   }
   dptrain::gpu_testing::cpu_backend = dptrain::make_cpu_backend();
