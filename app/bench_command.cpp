@@ -89,6 +89,7 @@ int run_bench(const BenchOptions& o) {
   const double comm_seconds = after.communication_seconds - before.communication_seconds;
   const double hidden = comm_seconds > 0 ? std::max(0.0, 1.0 - (after.exposed_seconds - before.exposed_seconds) / comm_seconds) : 0.0;
   const double memory_mib = peak_device_mib(*backend);
+  const AlgorithmSearch search = algorithm_search(*backend);
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
   const double flops_per_image = 3.0 * net->flops_per_sample();
   const double achieved = rate.mean * flops_per_image / 1e9;
@@ -108,6 +109,10 @@ int run_bench(const BenchOptions& o) {
         << " steps skipped on overflow)\n";
   }
   if (memory_mib > 0) std::cout << "GPU memory: " << std::setprecision(0) << memory_mib << " MiB peak in use\n";
+  if (search.searches > 0) {
+    out << "cuDNN algorithm search: " << std::setprecision(2) << search.seconds << " s in the first step, "
+        << search.searches << " searches (" << search.reused << " reused by another layer of the same shape)\n";
+  }
   if (!o.json.empty()) {
     std::ofstream file(o.json);
     DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
@@ -121,6 +126,10 @@ int run_bench(const BenchOptions& o) {
     j.field("images_per_sec_min", rate.min).field("images_per_sec_max", rate.max);
     j.field("gflops_achieved", achieved).field("gflops_peak", peak).field("efficiency", achieved / peak);
     if (memory_mib > 0) j.field("gpu_memory_peak_mib", memory_mib);
+    if (search.searches > 0) {
+      j.field("cudnn_search_seconds", search.seconds).field("cudnn_searches", search.searches);
+      j.field("cudnn_search_reused", search.reused);
+    }
     j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
     j.close();
     DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");
