@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   dptrain::gpu_testing::cpu_backend = dptrain::make_cpu_backend();
   dptrain::gpu_testing::gpu_backend = dptrain::make_cuda_backend(0);
   const int failed = Catch::Session().run(argc, argv);
+  dptrain::gpu_testing::print_worst_agreement();
   dptrain::gpu_testing::bf16_backend.reset();
   dptrain::gpu_testing::fp16_backend.reset();
   dptrain::gpu_testing::gpu_backend.reset();
