@@ -115,9 +115,9 @@ add_dirs "${extra[@]}"
 add_dirs /usr/local/nvidia/lib64 /usr/local/nvidia/lib
 pythons=()
 for py in $(type -aP python3 python3.{8..14} 2>/dev/null) /opt/*/.venv/bin/python3 /opt/*/bin/python3; do
-  [[ -x $py ]] || continue
-  py=$(readlink -f "$py")
-  [[ " ${pythons[*]} " == *" $py "* ]] || pythons+=("$py")
+  # Not resolved through links: a virtual environment's python3 is a link, and only called by its
+  # own path does it see the environment's site-packages.
+  [[ -x $py && " ${pythons[*]} " != *" $py "* ]] && pythons+=("$py")
 done
 for py in "${pythons[@]}"; do
   while read -r site; do
@@ -131,7 +131,7 @@ add_dirs /usr/local/cuda*/lib64 /usr/local/cuda*/lib /usr/local/cuda*/targets/x8
 ldconfig_list=$(ldconfig -p 2>/dev/null)
 add_dirs /usr/lib/x86_64-linux-gnu /usr/lib64 /lib64 /usr/lib /lib
 printf '%s\n' "${search_dirs[@]}" | awk '!seen[$0]++' >"$logs/search-dirs.txt"
-say "searching $(wc -l <"$logs/search-dirs.txt") folders (python3: ${#pythons[@]} found) for: $(tr '\n' ' ' <"$bundle/cuda-libs.txt")"
+say "searching $(wc -l <"$logs/search-dirs.txt") folders (python3: ${#pythons[@]} found) for $(wc -l <"$bundle/cuda-libs.txt") CUDA libraries"
 
 resolve() {  # resolve SONAME: the file it is found as, first in the folders, then through ldconfig
   local d
@@ -143,13 +143,15 @@ resolve() {  # resolve SONAME: the file it is found as, first in the folders, th
 }
 lib_dirs=() lib_files=()
 missing=0 driver=""
-while read -r soname; do
+while read -r soname need; do
   if file=$(resolve "$soname"); then
     say "  $soname -> $file ($(basename "$(readlink -f "$file")"))"
     lib_dirs+=("$(dirname "$file")") lib_files+=("$file")
     [[ $soname == libcuda.so.1 ]] && driver=$file
   elif [[ $soname == libcuda.so.1 ]]; then
     say "  $soname -> not found: no NVIDIA driver library on this machine"
+  elif [[ $need == optional ]]; then
+    say "  $soname -> not found (optional)"
   else
     say "  $soname -> NOT FOUND"
     missing=1

@@ -9,7 +9,8 @@
 #   scripts/make-gpu-bundle.sh [--train-reference] [--build-dir DIR] [--no-build] [--output DIR]
 #
 # -> DIR/bundle.tar.gz (default gpu-bundle/, git-ignored), with bin/, lib/ and cuda-libs.txt (the
-# CUDA sonames the executables need, the driver's and cuDNN's run-time-loaded ones included).
+# CUDA sonames the executables need, the driver's and cuDNN's run-time-loaded ones included; a line
+# "SONAME optional" is one they can do without).
 # --train-reference adds stage 2's input: a small dataset made here and the CPU run of
 # `dptrain train` on it, so the GPU machine spends no time on CPU work.
 # --no-build packs what DIR (default build/cuda) already holds (the CTest test gpu_check does).
@@ -67,6 +68,9 @@ done
   echo libcuda.so.1
   cudnn=$(ldd "$stage/bin/dptrain" | awk '/libcudnn\.so/ {print $3}')
   for sub in "$(dirname "$cudnn")"/libcudnn_*.so.[0-9]; do [[ -e $sub ]] && basename "$sub"; done
+  # cuDNN's run-time compiled engines use NVRTC when it is there, and do without it when it is not.
+  cudart=$(ldd "$stage/bin/dptrain" | awk '/libcudart\.so/ {print $1}')
+  echo "libnvrtc.so.${cudart##*.so.} optional"
 } | sort -u >"$stage/cuda-libs.txt"
 # (bench and the GPU tests never call MPI_Init, so Open MPI's run-time components are not needed.)
 chmod u+w "$stage"/lib/*
@@ -96,7 +100,7 @@ tar -C "$stage" -czf "$output/bundle.tar.gz" "${contents[@]}"
 
 size_kib=$(du -sk "$output/bundle.tar.gz" | cut -f1)
 echo "gpu-bundle: $output/bundle.tar.gz, $(find "$stage/lib" -type f | wc -l) libraries, $(du -sm "$stage" | cut -f1) MiB" \
-     "unpacked, $((size_kib / 1024)) MiB packed; the machine must provide: $(tr '\n' ' ' <"$stage/cuda-libs.txt")"
+     "unpacked, $((size_kib / 1024)) MiB packed; the machine must provide: $(awk 'NF == 1' "$stage/cuda-libs.txt" | tr '\n' ' ')"
 if (( size_kib > 48 * 1024 )); then
   echo "gpu-bundle is over 48 MiB: the device tool carries 64 MiB at most with the working tree" >&2
   exit 1

@@ -71,17 +71,23 @@ grep -q "unpacked with Python's tarfile" "$work/no-gzip.log" || { cat "$work/no-
 [[ -s $work/no-gzip/out/logs.tar.gz ]] || fail "without gzip no logs.tar.gz was written"
 echo "2. without gzip and xz: unpacked and packed by Python's tarfile"
 
-# 3. The H200 machine's layout: the CUDA libraries only in a python3's site-packages, as the wheels
-# nvidia-cuda-runtime / nvidia-cublas (nvidia/cu13/lib), nvidia-cudnn-cu13 and nvidia-nccl-cu13 put them.
-site=$work/site-packages
+# 3. The H200 machine's layout: the CUDA libraries only in the site-packages of a virtual
+# environment's python3 (PyTorch's, there), as the wheels nvidia-cuda-runtime / nvidia-cublas
+# (nvidia/cu13/lib), nvidia-cudnn-cu13 and nvidia-nccl-cu13 put them.
+if python3 -m venv --without-pip "$work/venv" >"$work/venv.log" 2>&1; then
+  site=$("$work/venv/bin/python3" -c 'import site; print(site.getsitepackages()[0])')
+else  # no venv module: a stand-in python3 that names its site-packages
+  site=$work/site-packages
+  mkdir -p "$work/venv/bin"
+  printf '#!/bin/sh\necho "%s"\n' "$site" >"$work/venv/bin/python3"
+  chmod +x "$work/venv/bin/python3"
+fi
 toolkit=$(dirname "$(grep -m 1 -o '/[^ ]*/libcudnn.so.9' "$work/plain.log")")
-mkdir -p "$site/nvidia/cu13/lib" "$site/nvidia/cudnn/lib" "$site/nvidia/nccl/lib" "$work/python-bin"
+mkdir -p "$site/nvidia/cu13/lib" "$site/nvidia/cudnn/lib" "$site/nvidia/nccl/lib"
 for lib in "$toolkit"/libcudart.so.* "$toolkit"/libcublas*.so.*; do ln -s "$lib" "$site/nvidia/cu13/lib/"; done
 for lib in "$toolkit"/libcudnn*.so.9; do ln -s "$lib" "$site/nvidia/cudnn/lib/"; done
 ln -s "$toolkit/libnccl.so.2" "$site/nvidia/nccl/lib/"
-printf '#!/bin/sh\necho "%s"\n' "$site" >"$work/python-bin/python3"  # a python3 whose site-packages is $site
-chmod +x "$work/python-bin/python3"
-stage0 wheels PATH="$work/python-bin:$PATH" LD_LIBRARY_PATH=
+stage0 wheels PATH="$work/venv/bin:$PATH" LD_LIBRARY_PATH=
 expect_end wheels
 for soname in libcudart.so.13 libcublas.so.13 libcudnn.so.9 libcudnn_cnn.so.9 libnccl.so.2; do
   grep -q "$soname -> $site/nvidia/" "$work/wheels.log" || { cat "$work/wheels.log"; fail "$soname was not taken from the wheels"; }
