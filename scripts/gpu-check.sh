@@ -79,7 +79,7 @@ show_tail() {  # show_tail LOG: the end of a failing log, on stdout (which alway
 }
 
 # ---------------------------------------------------------------------------------------- stage 0
-say "stage 0: pre-flight on $(hostname) ($(uname -r)); bundle ${bundle_file:-none}"
+say "stage 0: pre-flight on $(uname -n) ($(uname -r)); bundle ${bundle_file:-none}"
 if command -v nvidia-smi >/dev/null; then
   timeout -k 2 20 nvidia-smi >"$logs/nvidia-smi.txt" 2>&1
   smi_gpus=$(timeout -k 2 10 nvidia-smi -L 2>/dev/null)
@@ -128,7 +128,7 @@ add_dirs /opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib /usr/local/lib/pyt
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 add_dirs "$cuda_home/lib64" "$cuda_home/lib" "$cuda_home/targets/x86_64-linux/lib"
 add_dirs /usr/local/cuda*/lib64 /usr/local/cuda*/lib /usr/local/cuda*/targets/x86_64-linux/lib
-ldconfig_list=$(ldconfig -p 2>/dev/null)
+ldconfig_list=$({ ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null)
 add_dirs /usr/lib/x86_64-linux-gnu /usr/lib64 /lib64 /usr/lib /lib
 printf '%s\n' "${search_dirs[@]}" | awk '!seen[$0]++' >"$logs/search-dirs.txt"
 say "searching $(wc -l <"$logs/search-dirs.txt") folders (python3: ${#pythons[@]} found) for $(wc -l <"$bundle/cuda-libs.txt") CUDA libraries"
