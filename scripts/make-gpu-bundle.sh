@@ -38,8 +38,8 @@ executables=("$build_dir/app/dptrain" "$build_dir/tests/gpu/gpu_device" "$build_
              "$build_dir/tests/gpu/gpu_nccl")
 
 if (( build )); then
-  cmake --preset cuda >/dev/null
-  cmake --build --preset cuda -j "$jobs" --target "${targets[@]}"
+  [[ $build_dir == build/cuda ]] && cmake --preset cuda >/dev/null  # another DIR is configured already
+  cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 fi
 for exe in "${executables[@]}"; do
   [[ -x $exe ]] || { echo "make-gpu-bundle: $exe is missing (build the cuda preset's ${targets[*]})" >&2; exit 1; }
