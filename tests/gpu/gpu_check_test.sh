@@ -8,6 +8,7 @@
 #  3. Libraries laid out as on the H200 machine (PyTorch's nvidia-* wheels in a python3's
 #     site-packages) are found there, preferred, and are what `dptrain info` reports loaded.
 #  4. A CUDA library the bundle needs and the machine lacks stops it with "NOT FOUND" (exit 4).
+#  5. --rehearse runs stage 1's plumbing on the CPU backend: a table, a valid bench.json, the archive.
 # Usage: gpu_check_test.sh BUILD_DIR, or gpu_check_test.sh --no-cuda (reports itself skipped).
 set -uo pipefail
 if [[ ${1:-} == --no-cuda ]]; then
@@ -109,4 +110,22 @@ if ! grep -q 'libdptrain_not_anywhere.so.1 -> NOT FOUND' "$work/missing.log" || 
   fail "a missing library was not named with a STOP line"
 fi
 echo "4. a missing library: $(grep -m 1 'STOP:' "$work/missing.log" | sed 's/^\[[^]]*\] //')"
+# 5. Stage 1's plumbing, rehearsed on the CPU backend: the table, bench.json and the archive.
+bundle=$work/bundle/bundle.tar.gz
+mkdir -p "$work/rehearsal"
+BATCH=4 STEPS=2 WARMUP=1 OUT="$work/rehearsal/out" bash "$repo/scripts/gpu-check.sh" --bundle "$bundle" --rehearse 1 \
+  >"$work/rehearsal.log" 2>&1
+rc=$?
+(( rc <= 1 )) || { cat "$work/rehearsal.log"; fail "rehearsal: exit code $rc"; }
+grep -Eq '^\| lenet \| fp32 \| 4 \| [0-9.]+ \|' "$work/rehearsal.log" || { cat "$work/rehearsal.log"; fail "rehearsal: no table row for lenet"; }
+python3 - "$work/rehearsal/out" <<'PY' || fail "rehearsal: bench.json, logs.tar.gz or the file count is wrong"
+import json, os, sys, tarfile
+out = sys.argv[1]
+assert len(os.listdir(out)) <= 6, os.listdir(out)
+runs = json.load(open(os.path.join(out, "bench.json")))["runs"]
+assert [(r["source"], r["result"]["model"]) for r in runs] == [("dptrain", "lenet"), ("dptrain", "inception-mini")], runs
+assert all(r["result"]["images_per_sec"] > 0 for r in runs)
+assert "logs/dptrain-lenet-fp32.log" in tarfile.open(os.path.join(out, "logs.tar.gz")).getnames()
+PY
+echo "5. rehearsal of stage 1 on the CPU: $(grep -m 1 '^| lenet' "$work/rehearsal.log")"
 echo "PASS"
