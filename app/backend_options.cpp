@@ -97,4 +97,14 @@ double peak_device_mib([[maybe_unused]] Backend& backend) {
   return -1;
 }
 
+AlgorithmSearch algorithm_search([[maybe_unused]] Backend& backend) {
+#if DPTRAIN_HAVE_CUDA
+  if (!backend.device().is_cpu()) {
+    const cuda::AlgorithmSearchStats stats = cuda::algorithm_search_stats(backend);
+    return {stats.searches, stats.reused, stats.seconds};
+  }
+#endif
+  return {};
+}
+
 }  // namespace dptrain::app

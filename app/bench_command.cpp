@@ -112,6 +112,7 @@ int run_bench(const BenchOptions& o) {
   const MemoryEstimate estimate = estimate_memory(*net, estimate_options);
   const std::size_t planned_bytes = (o.device.memory_plan ? estimate.total() : estimate.total_unplanned()) - estimate.reserved;
   const std::size_t peak_bytes = peak_memory_bytes(*backend);
+  const AlgorithmSearch search = algorithm_search(*backend);
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
   const double flops_per_image = 3.0 * net->flops_per_sample();
   const double achieved = rate.mean * flops_per_image / 1e9;
@@ -135,6 +136,10 @@ int run_bench(const BenchOptions& o) {
       << (memory_mib >= 0 ? " (GPU allocator)" : " resident") << ", planned " << format_bytes(static_cast<double>(planned_bytes))
       << " (ratio " << std::setprecision(2) << static_cast<double>(peak_bytes) / static_cast<double>(planned_bytes) << ")"
       << (o.device.memory_plan ? "" : ", one buffer per tensor (--no-memory-plan)") << "\n";
+  if (search.searches > 0) {
+    out << "cuDNN algorithm search: " << std::setprecision(2) << search.seconds << " s in the first step, "
+        << search.searches << " searches (" << search.reused << " reused by another layer of the same shape)\n";
+  }
   if (!o.json.empty()) {
     std::ofstream file(o.json);
     DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
@@ -151,6 +156,10 @@ int run_bench(const BenchOptions& o) {
     j.field("peak_memory_bytes", static_cast<std::int64_t>(peak_bytes));
     j.field("planned_memory_bytes", static_cast<std::int64_t>(planned_bytes));
     j.field("memory_planned", o.device.memory_plan);
+    if (search.searches > 0) {
+      j.field("cudnn_search_seconds", search.seconds).field("cudnn_searches", search.searches);
+      j.field("cudnn_search_reused", search.reused);
+    }
     j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
     j.close();
     DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");

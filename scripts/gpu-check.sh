@@ -1,133 +1,367 @@
 #!/usr/bin/env bash
-# One script for a lent GPU machine: the GPU tests, then `dptrain bench` of the four whitepaper models
-# on the CUDA backend, with a table and every log written to $OUT (default ./out/gpu-check). Budget:
-# under 10 minutes on one GPU.
+# The first-run check of a lent GPU machine, in one call of under 7 minutes:
 #
-# Where the binaries come from:
-#  - gpu-bundle/bundle.tar.xz (made here by scripts/make-gpu-bundle.sh, carried with the device tool's
-#    carry=["gpu-bundle"]): prebuilt executables with all their non-CUDA libraries, unpacked to a
-#    temporary folder and run through the bundled glibc loader. The machine only needs a driver, CUDA 13's cuBLAS/cudart, cuDNN 9 and NCCL
-#    (found under $CUDA_HOME/lib64, $CUDA_HOME/lib and the system library directories).
-#  - otherwise the `cuda` preset is built here, which needs our Debian dependencies installed
-#    (scripts/install-deps.sh) or on CMAKE_PREFIX_PATH.
+#   here:   scripts/make-gpu-bundle.sh [--train-reference]
+#   there:  run(command="scripts/gpu-check.sh", carry=["gpu-bundle"], timeout_s=480)
 #
-# The device tool (no network there):
-#   scripts/make-gpu-bundle.sh && run(command="scripts/gpu-check.sh", carry=["gpu-bundle"], timeout_s=600)
+#   scripts/gpu-check.sh [--bundle FILE] [--rehearse] [LAST_STAGE]      LAST_STAGE 0, 1 (default) or 2
+#
+# --rehearse runs stage 1's own plumbing (steps, deadline, table, bench.json, archive) where there is
+# no GPU: past "no usable GPU", on the CPU backend with lenet and inception-mini in fp32 (a test's).
+# Stage 0, pre-flight (under a minute, all on stdout): unpacks the bundle (tar, else Python's
+#   tarfile), finds every CUDA library the bundle needs (cuda-libs.txt) in $DPTRAIN_CUDA_LIBS,
+#   $LD_LIBRARY_PATH, /usr/local/nvidia/lib*, the site-packages nvidia/*/lib folders of every python3,
+#   $CUDA_HOME, /usr/local/cuda*/lib*, `ldconfig -p` and the system folders, prints the file each
+#   soname resolved to, runs `ld.so --list` on every executable (and stops on "not found" or an
+#   undefined symbol), then `dptrain info`: the CUDA runtime, driver, cuBLAS, cuDNN, NCCL and the GPUs.
+#   With no device it stops with "no usable GPU" and the runtime's cudaError (exit 3).
+# Stage 1 (under 4 minutes): the GPU tests (device, CPU/GPU agreement of every op in fp32, bf16 and
+#   fp16 and a model step, NCCL on one rank), then `dptrain bench` of ResNet-50 in fp32 and bf16 and
+#   the PyTorch peer (torchvision ResNet-50, same batch and steps, bf16 autocast, channels-last;
+#   skipped without torch), then GoogLeNet, Inception-BN and Inception-V3 while time is left.
+# Stage 2 (when asked for): `dptrain train --backend cuda` in fp32, bf16 and fp16 on the dataset the
+#   bundle carries (make-gpu-bundle.sh --train-reference), against the CPU run made with it.
+#
+# Output in $OUT (default out/gpu-check), at most 6 files: summary.txt (the verdicts and the table),
+# bench.json (every benchmark, ours and the peer's) and logs.tar.gz (every log; written after each
+# step and by the EXIT trap, so a run stopped at its limit still returns what it had). The tail of
+# each failing log goes to stdout. Every program runs under `timeout -k` (dptrain catches SIGTERM).
+# Exit status: 0 all passed, 1 something failed, 2 usage, 3 no usable GPU, 4 a library is missing.
+# Knobs: BATCH (256), STEPS (10), WARMUP (3), GPU_CHECK_SECONDS (stage 1 ends by then; 300).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-out=${OUT:-out/gpu-check}
-mkdir -p "$out"
-cuda_home=${CUDA_HOME:-/usr/local/cuda}
-models=(googlenet inception-bn inception-v3 resnet50)
-batch=${BATCH:-256}  # the issue's resnet50 target is at batch 256
-steps=${STEPS:-10}
-log() { echo "[gpu-check $(date +%T)] $*" | tee -a "$out/summary.txt"; }
-
-bundle="" loader="" libpath=""
-nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || log "nvidia-smi failed (see nvidia-smi.txt)"
-
-if [[ -f gpu-bundle/bundle.tar.xz ]]; then
-  bundle=$(mktemp -d)
-  trap 'rm -rf "$bundle"' EXIT
-  tar -C "$bundle" -xJf gpu-bundle/bundle.tar.xz
-  libpath="$bundle/lib:$cuda_home/lib64:$cuda_home/lib:/usr/local/cuda/lib64"
-  for d in /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib; do [[ -d $d ]] && libpath+=":$d"; done
-  loader=$(find "$bundle/lib" -maxdepth 1 -name "ld-linux-x86-64.so.*" | head -1)
-  run_exe() { local exe=$1; shift; "$loader" --library-path "$libpath" "$bundle/bin/$exe" "$@"; }
-  log "using the prebuilt bundle ($(du -sh "$bundle" | cut -f1) unpacked)"
-else
-  log "no gpu-bundle/bundle.tar.xz: building the cuda preset"
-  if ! { cmake --preset cuda && cmake --build --preset cuda -j "$(nproc)" --target dptrain gpu_device gpu_backend_agreement; } \
-      >"$out/build.log" 2>&1; then
-    log "build failed (see build.log)"
-    exit 1
-  fi
-  run_exe() {
-    local exe=$1; shift
-    case $exe in
-      dptrain) build/cuda/app/dptrain "$@" ;;
-      *) "build/cuda/tests/gpu/$exe" "$@" ;;
-    esac
-  }
-fi
-
-# `timeout` runs a new process: it gets the function and its variables through the environment.
-export -f run_exe
-export bundle loader libpath
-status=0
-for t in gpu_device gpu_backend_agreement; do
-  timeout 120 bash -c "run_exe $t" \
-    >"$out/$t.log" 2>&1
-  rc=$?
-  case $rc in
-    0) log "$t: passed" ;;
-    77) log "$t: SKIPPED (no usable GPU)"; status=1 ;;
-    *) log "$t: FAILED (exit $rc, see $t.log)"; status=1 ;;
+start=$SECONDS
+repo=$PWD
+bundle_file=""
+last_stage=1
+rehearse=0
+while (( $# )); do
+  case $1 in
+    --bundle) bundle_file=$2; shift 2 ;;
+    --rehearse) rehearse=1; shift ;;
+    0 | 1 | 2) last_stage=$1; shift ;;
+    *) echo "usage: $0 [--bundle FILE] [--rehearse] [0|1|2]" >&2; exit 2 ;;
   esac
 done
-
-run_exe dptrain info >"$out/info.txt" 2>&1 || true
-
-# dptrain train --backend cuda in fp32/bf16/fp16 against the CPU (tests/gpu/train_gpu_e2e.sh), through
-# a one-line wrapper so the script can call the bundled binary like an installed one.
-wrapper="$out/.dptrain"
-if [[ -n $bundle ]]; then
-  printf '#!/usr/bin/env bash\nexec "%s" --library-path "%s" "%s/bin/dptrain" "$@"\n' "$loader" "$libpath" "$bundle" >"$wrapper"
-else
-  printf '#!/usr/bin/env bash\nexec "%s" "$@"\n' "$PWD/build/cuda/app/dptrain" >"$wrapper"
+if [[ -z $bundle_file ]]; then
+  for f in gpu-bundle/bundle.tar.gz gpu-bundle/bundle.tar.xz; do [[ -f $f ]] && { bundle_file=$f; break; }; done
 fi
-chmod +x "$wrapper"
-timeout 200 bash tests/gpu/train_gpu_e2e.sh "$wrapper" mpiexec >"$out/gpu_train.log" 2>&1
-rc=$?
-case $rc in
-  0) log "gpu_train: passed ($(grep -c '^[0-9]\.' "$out/gpu_train.log") checks)" ;;
-  77) log "gpu_train: SKIPPED"; status=1 ;;
-  *) log "gpu_train: FAILED (exit $rc, see gpu_train.log)"; status=1 ;;
-esac
-rm -f "$wrapper"
-table="$out/bench.md"
-{
-  echo "| model | precision | batch | images/s | +/- | GFLOP/s | % of SGEMM peak | GPU MiB |"
-  echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
-} >"$table"
-field() { grep -o "\"$2\": *[-0-9.e+]*" "$1" | head -1 | sed 's/.*: *//'; }
-for model in "${models[@]}"; do
-  for precision in fp32 bf16; do
-    name="bench-$model-$precision"
-    if (( SECONDS > 480 )); then  # keep the whole check under 10 minutes
-      log "$model $precision: skipped, out of time"
-      echo "| $model | $precision | $batch | not run | | | | |" >>"$table"
-      continue
-    fi
-    timeout 75 bash -c "run_exe dptrain bench --backend cuda --precision $precision --model $model \
-      --batch-size $batch --steps $steps --warmup 3 --json $out/$name.json" >"$out/$name.log" 2>&1
-    rc=$?
-    if [[ $rc -ne 0 || ! -s "$out/$name.json" ]]; then
-      log "$model $precision: bench FAILED (exit $rc, see $name.log)"
-      echo "| $model | $precision | $batch | failed | | | | |" >>"$table"
-      status=1
-      continue
-    fi
-    j="$out/$name.json"
-    efficiency=$(awk -v e="$(field "$j" efficiency)" 'BEGIN {printf "%.1f", 100 * e}')
-    echo "| $model | $precision | $batch | $(field "$j" images_per_sec) | $(field "$j" images_per_sec_stderr) |" \
-         "$(field "$j" gflops_achieved) | $efficiency | $(field "$j" gpu_memory_peak_mib) |" >>"$table"
-    log "$model $precision: $(field "$j" images_per_sec) images/s"
-  done
+out=${OUT:-out/gpu-check}
+mkdir -p "$out" || exit 1
+out=$(cd "$out" && pwd)
+batch=${BATCH:-256}
+steps=${STEPS:-10}
+warmup=${WARMUP:-3}
+deadline=${GPU_CHECK_SECONDS:-300}  # seconds from the start; stage 1 starts nothing after it
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX") || exit 1
+logs=$work/logs
+mkdir -p "$logs" "$work/bin"
+rm -f "$out/summary.txt" "$out/bench.json" "$out/logs.tar.gz"
+status=0
+
+say() { echo "[gpu-check $(date +%T) +$((SECONDS - start))s] $*" | tee -a "$out/summary.txt"; }
+pack_logs() {  # the archive is replaced whole, so a kill at any moment leaves the last complete one
+  tar -C "$work" -czf "$out/.logs.tar.gz" logs 2>/dev/null ||
+    python3 -c 'import sys, tarfile; t = tarfile.open(sys.argv[1], "w:gz"); t.add(sys.argv[2], "logs"); t.close()' \
+      "$out/.logs.tar.gz" "$logs" 2>/dev/null
+  mv -f "$out/.logs.tar.gz" "$out/logs.tar.gz" 2>/dev/null
+}
+# shellcheck disable=SC2317  # run by the EXIT trap
+finish() {
+  local rc=$?
+  pack_logs
+  rm -rf "$work"
+  echo "[gpu-check] exit $rc after $((SECONDS - start)) s; in $out: $(find "$out" -mindepth 1 -printf '%P ')"
+  exit "$rc"
+}
+trap finish EXIT
+trap 'say "stopped by a signal"; exit 143' TERM INT
+show_tail() {  # show_tail LOG: the end of a failing log, on stdout (which always comes back)
+  echo "----- last lines of $(basename "$1") -----"
+  tail -n "${2:-25}" "$1"
+  echo "-----"
+}
+
+# ---------------------------------------------------------------------------------------- stage 0
+say "stage 0: pre-flight on $(uname -n) ($(uname -r)); bundle ${bundle_file:-none}"
+if command -v nvidia-smi >/dev/null; then
+  timeout -k 2 20 nvidia-smi >"$logs/nvidia-smi.txt" 2>&1
+  smi_gpus=$(timeout -k 2 10 nvidia-smi -L 2>/dev/null)
+  say "nvidia-smi: ${smi_gpus:-no GPU listed}"
+else
+  smi_gpus=""
+  say "nvidia-smi: not installed"
+fi
+
+[[ -n $bundle_file && -f $bundle_file ]] || { say "STOP: no bundle: run scripts/make-gpu-bundle.sh on the build machine and carry gpu-bundle"; exit 4; }
+bundle=$work/bundle
+mkdir -p "$bundle"
+if ! tar -C "$bundle" -xf "$bundle_file" 2>"$logs/unpack.log"; then
+  # tar needs gzip (or xz) as a program; Python's tarfile reads both formats itself.
+  rm -rf "$bundle" && mkdir -p "$bundle"
+  if python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$bundle_file" "$bundle" \
+       2>>"$logs/unpack.log"; then
+    say "unpacked with Python's tarfile (tar could not: $(head -n 1 "$logs/unpack.log"))"
+  else
+    show_tail "$logs/unpack.log"
+    say "STOP: cannot unpack $bundle_file with tar or Python's tarfile"
+    exit 4
+  fi
+fi
+loader=$(find "$bundle/lib" -maxdepth 1 -name 'ld-linux-x86-64.so.*' | head -n 1)
+[[ -x $loader && -s $bundle/cuda-libs.txt ]] || { say "STOP: the bundle has no loader or cuda-libs.txt: remake it"; exit 4; }
+
+# Where CUDA libraries may be, in the order they are preferred.
+search_dirs=()
+add_dirs() { local d; for d in "$@"; do [[ -d $d && $d != */stubs* ]] && search_dirs+=("$d"); done; }
+IFS=: read -ra extra <<<"${DPTRAIN_CUDA_LIBS:-}:${LD_LIBRARY_PATH:-}"
+add_dirs "${extra[@]}"
+add_dirs /usr/local/nvidia/lib64 /usr/local/nvidia/lib
+pythons=()
+for py in $(type -aP python3 python3.{8..14} 2>/dev/null) /opt/*/.venv/bin/python3 /opt/*/bin/python3; do
+  # Not resolved through links: a virtual environment's python3 is a link, and only called by its
+  # own path does it see the environment's site-packages.
+  [[ -x $py && " ${pythons[*]} " != *" $py "* ]] && pythons+=("$py")
 done
-# bf16 against fp32, model by model: the issue asks every model to be at least as fast in bf16.
-{
-  echo
-  echo "| model | bf16 / fp32 images/s |"
-  echo "| --- | ---: |"
-  for model in "${models[@]}"; do
-    f32="$out/bench-$model-fp32.json" b16="$out/bench-$model-bf16.json"
-    if [[ -s $f32 && -s $b16 ]]; then
-      echo "| $model | $(awk -v a="$(field "$b16" images_per_sec)" -v b="$(field "$f32" images_per_sec)" 'BEGIN {printf "%.2f", a / b}') |"
-    else
-      echo "| $model | n/a |"
+for py in "${pythons[@]}"; do
+  while read -r site; do
+    add_dirs "$site"/nvidia/*/lib
+  done < <(timeout -k 2 5 "$py" -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null)
+done
+add_dirs /opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib /usr/local/lib/python3*/dist-packages/nvidia/*/lib
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+add_dirs "$cuda_home/lib64" "$cuda_home/lib" "$cuda_home/targets/x86_64-linux/lib"
+add_dirs /usr/local/cuda*/lib64 /usr/local/cuda*/lib /usr/local/cuda*/targets/x86_64-linux/lib
+ldconfig_list=$({ ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null)
+add_dirs /usr/lib/x86_64-linux-gnu /usr/lib64 /lib64 /usr/lib /lib
+printf '%s\n' "${search_dirs[@]}" | awk '!seen[$0]++' >"$logs/search-dirs.txt"
+say "searching $(wc -l <"$logs/search-dirs.txt") folders (python3: ${#pythons[@]} found) for $(wc -l <"$bundle/cuda-libs.txt") CUDA libraries"
+
+resolve() {  # resolve SONAME: the file it is found as, first in the folders, then through ldconfig
+  local d
+  while read -r d; do
+    [[ -e $d/$1 ]] && { echo "$d/$1"; return 0; }
+  done <"$logs/search-dirs.txt"
+  awk -v so="$1" '$1 == so && $NF !~ /stubs/ {print $NF; exit}' <<<"$ldconfig_list" | grep . && return 0
+  return 1
+}
+lib_dirs=() lib_files=()
+missing=0 driver=""
+while read -r soname need; do
+  if file=$(resolve "$soname"); then
+    say "  $soname -> $file ($(basename "$(readlink -f "$file")"))"
+    lib_dirs+=("$(dirname "$file")") lib_files+=("$file")
+    [[ $soname == libcuda.so.1 ]] && driver=$file
+  elif [[ $soname == libcuda.so.1 ]]; then
+    say "  $soname -> not found: no NVIDIA driver library on this machine"
+  elif [[ $need == optional ]]; then
+    say "  $soname -> not found (optional)"
+  else
+    say "  $soname -> NOT FOUND"
+    missing=1
+  fi
+done <"$bundle/cuda-libs.txt"
+libpath=$bundle/lib
+for d in "${lib_dirs[@]}"; do [[ :$libpath: == *:$d:* ]] || libpath+=:$d; done
+echo "$libpath" >"$logs/library-path.txt"
+if (( missing )); then
+  say "STOP: a CUDA library the bundle needs is not on this machine (see above; DPTRAIN_CUDA_LIBS=DIR adds a folder)"
+  exit 4
+fi
+
+# Each executable through the bundled loader, as it will run: every library found, every symbol bound.
+for exe in "$bundle"/bin/*; do
+  name=$(basename "$exe")
+  printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s" "$@"\n' "$loader" "$libpath" "$exe" >"$work/bin/$name"
+  chmod +x "$work/bin/$name"
+  # ld.so --list, and with LD_BIND_NOW and LD_WARN every symbol resolved as well (what `ldd -r` does).
+  timeout -k 2 20 env LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes "$loader" --library-path "$libpath" "$exe" \
+    >"$logs/ld-$name.txt" 2>&1
+  if grep -Eq 'not found|undefined symbol|version .* not found' "$logs/ld-$name.txt"; then
+    grep -E 'not found|undefined symbol' "$logs/ld-$name.txt" | head -n 10
+    say "STOP: $name cannot load here (ld.so --list: a library or symbol not found; see above)"
+    exit 4
+  fi
+done
+# The driver and cuDNN's sub-libraries are loaded at run time, so each found library is listed too.
+for lib in "${lib_files[@]}"; do
+  echo "== $lib" >>"$logs/ld-cuda-libraries.txt"
+  timeout -k 2 20 "$loader" --library-path "$libpath" --list "$lib" >>"$logs/ld-cuda-libraries.txt" 2>&1
+done
+if grep -q 'not found' "$logs/ld-cuda-libraries.txt" 2>/dev/null; then
+  grep -e '^==' -e 'not found' "$logs/ld-cuda-libraries.txt" | grep -B1 'not found' | head -n 20
+  say "STOP: a CUDA library found here misses a library it needs (see above)"
+  exit 4
+fi
+say "ld.so --list: every executable loads with all its libraries and symbols"
+
+timeout -k 5 60 "$work/bin/dptrain" info >"$logs/info.txt" 2>&1
+rc=$?
+sed 's/^/    /' "$logs/info.txt" | tee -a "$out/summary.txt"
+if (( rc != 0 )); then
+  show_tail "$logs/info.txt"
+  say "STOP: dptrain info failed (exit $rc)"
+  exit 1
+fi
+gpus_line=$(grep -m 1 '^GPUs ' "$logs/info.txt")
+if [[ $gpus_line =~ none:\ (.*) ]]; then
+  say "no usable GPU: ${BASH_REMATCH[1]}"
+  [[ -n $smi_gpus ]] && say "but nvidia-smi lists one: the CUDA runtime sees no device through driver ${driver:-(none found)}"
+  (( rehearse )) || exit 3
+  say "rehearsal: going on with the CPU backend"
+fi
+gpu_name=$(grep -m 1 '^  cuda:0' "$logs/info.txt" | sed 's/^  cuda:0  //')
+say "stage 0 passed: ${gpus_line#GPUs } GPU(s), cuda:0 = $gpu_name"
+pack_logs
+(( last_stage >= 1 )) || exit 0
+
+# ---------------------------------------------------------------------------------------- stage 1
+left() { echo $((deadline - (SECONDS - start))); }
+limit() { local l; l=$(left); (( l > $1 )) && l=$1; echo "$l"; }  # limit CAP: CAP, or what is left
+step() {  # step NAME CAP COMMAND...: COMMAND under timeout -k, output in logs/NAME.log; its exit code
+  # (200: not run, too little time left before the deadline)
+  local name=$1 cap=$2 lim
+  shift 2
+  lim=$(limit "$cap")
+  if (( lim < 15 )); then
+    echo "not run: out of time" >"$logs/$name.log"
+    return 200
+  fi
+  timeout -k 10 "$lim" "$@" >"$logs/$name.log" 2>&1
+}
+verdict() {  # verdict NAME RC: one summary line; the log's tail on stdout on failure
+  case $2 in
+    0) say "$1: passed" ;;
+    77) say "$1: SKIPPED ($(grep -m 1 'SKIP' "$logs/$1.log"))"; status=1 ;;
+    124 | 137) say "$1: TIMED OUT"; show_tail "$logs/$1.log"; status=1 ;;
+    200) say "$1: not run (out of time)" ;;
+    *) say "$1: FAILED (exit $2)"; show_tail "$logs/$1.log"; status=1 ;;
+  esac
+  pack_logs
+}
+say "stage 1: GPU tests, then benchmarks (batch $batch, $warmup warm-up + $steps timed steps) until +${deadline}s"
+step gpu_device 60 "$work/bin/gpu_device"; verdict gpu_device $?
+step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
+grep '^agreement ' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+step gpu_nccl 60 "$work/bin/gpu_nccl"; verdict gpu_nccl $?
+
+runs=()  # "source model precision" of every result file, in order, for bench.json and the table
+write_bench_json() {
+  local first=1 entry src model precision
+  {
+    printf '{"gpu": "%s", "batch_size": %s, "steps": %s, "warmup": %s, "runs": [\n' "$gpu_name" "$batch" "$steps" "$warmup"
+    for entry in "${runs[@]}"; do
+      read -r src model precision <<<"$entry"
+      (( first )) || printf ',\n'
+      first=0
+      printf '{"source": "%s", "result": ' "$src"
+      cat "$logs/$src-$model-$precision.json"
+      printf '}'
+    done
+    printf '\n]}\n'
+  } >"$out/.bench.json" && mv -f "$out/.bench.json" "$out/bench.json"
+}
+field() { grep -o "\"$2\": *[-0-9.e+]*" "$1" 2>/dev/null | head -n 1 | sed 's/.*: *//'; }
+rate() { awk -v r="$(field "$1" images_per_sec)" -v e="$(field "$1" images_per_sec_stderr)" 'BEGIN {printf "%.1f +/- %.1f images/s", r, e}'; }
+backend=cuda headline=resnet50 others=(googlenet inception-bn inception-v3)
+(( rehearse )) && backend=cpu headline=lenet others=(inception-mini)
+bench() {  # bench MODEL PRECISION
+  local name=dptrain-$1-$2 rc
+  if [[ $backend == cpu && $2 != fp32 ]]; then say "$1 $2: left out (the CPU backend trains in fp32)"; return; fi
+  step "$name" 120 "$work/bin/dptrain" bench --backend "$backend" --model "$1" --precision "$2" --batch-size "$batch" \
+    --steps "$steps" --warmup "$warmup" --json "$logs/$name.json"
+  rc=$?
+  if (( rc == 0 )) && [[ -s $logs/$name.json ]]; then
+    runs+=("dptrain $1 $2")
+    write_bench_json
+    say "$1 $2: $(rate "$logs/$name.json")$(grep -m 1 -o 'GPU memory: .*' "$logs/$name.log" | sed 's/^/; /')$(grep -m 1 -o 'cuDNN algorithm search: .*' "$logs/$name.log" | sed 's/^/; /')"
+    pack_logs
+  else
+    verdict "$name" "$rc"
+  fi
+}
+peer_python=""
+peer() {  # peer PRECISION: torchvision's ResNet-50 in PyTorch, the same batch and steps
+  local name=pytorch-resnet50-$1 rc
+  if [[ -z $peer_python ]]; then
+    for py in "${pythons[@]}"; do
+      if timeout -k 5 60 "$py" -c 'import torch, torchvision' >>"$logs/peer-import.log" 2>&1; then peer_python=$py; break; fi
+    done
+    [[ -n $peer_python ]] || peer_python=none
+  fi
+  if [[ $peer_python == none ]]; then
+    say "PyTorch peer $1: skipped (no python3 here imports torch and torchvision)"
+    return
+  fi
+  step "$name" 120 env PYTHONUNBUFFERED=1 "$peer_python" "$repo/scripts/gpu-check-peer.py" --precision "$1" \
+    --batch-size "$batch" --steps "$steps" --warmup "$warmup" --json "$logs/$name.json"
+  rc=$?
+  if (( rc == 0 )) && [[ -s $logs/$name.json ]]; then
+    runs+=("pytorch resnet50 $1")
+    write_bench_json
+    say "PyTorch resnet50 $1: $(rate "$logs/$name.json")$(sed -n 's/.*"gpu_memory_peak_mib": *\([0-9]*\).*/; GPU memory: \1 MiB peak/p' "$logs/$name.json")"
+    pack_logs
+  else
+    verdict "$name" "$rc"
+  fi
+}
+bench "$headline" fp32
+bench "$headline" bf16
+peer bf16
+for model in "${others[@]}"; do
+  bench "$model" bf16
+  bench "$model" fp32
+done
+peer fp32
+
+table() {
+  local entry src model precision j p ratio peer_rate
+  echo "| model | precision | batch | dptrain img/s | +/- | PyTorch img/s | dptrain / PyTorch | GFLOP/s | % of fp32 peak | GPU MiB | cuDNN search s |"
+  echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+  for entry in "${runs[@]}"; do
+    read -r src model precision <<<"$entry"
+    [[ $src == dptrain ]] || continue
+    j=$logs/$src-$model-$precision.json p=$logs/pytorch-$model-$precision.json ratio="" peer_rate=""
+    if [[ -s $p ]]; then
+      peer_rate=$(field "$p" images_per_sec)
+      ratio=$(awk -v a="$(field "$j" images_per_sec)" -v b="$peer_rate" 'BEGIN {if (b > 0) printf "%.2f", a / b}')
     fi
+    awk -v m="$model" -v p="$precision" -v b="$batch" -v r="$(field "$j" images_per_sec)" \
+        -v e="$(field "$j" images_per_sec_stderr)" -v pr="$peer_rate" -v q="$ratio" -v g="$(field "$j" gflops_achieved)" \
+        -v f="$(field "$j" efficiency)" -v mem="$(field "$j" gpu_memory_peak_mib)" -v s="$(field "$j" cudnn_search_seconds)" '
+      function num(x, format) { return x == "" ? "" : sprintf(format, x) }
+      BEGIN { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", m, p, b, num(r, "%.1f"), num(e, "%.1f"),
+              num(pr, "%.1f"), q, num(g, "%.0f"), (f == "" ? "" : sprintf("%.1f", 100 * f)), num(mem, "%.0f"), num(s, "%.1f") }'
   done
-} >>"$table"
-tee -a "$out/summary.txt" <"$table"
-exit $status
+}
+say "stage 1 done: results"
+table | tee -a "$out/summary.txt"
+(( last_stage >= 2 )) || exit "$status"
+
+# ---------------------------------------------------------------------------------------- stage 2
+if [[ ! -s $bundle/train/cpu.jsonl ]]; then
+  say "stage 2: skipped (the bundle has no train reference: make it with make-gpu-bundle.sh --train-reference)"
+  exit 1
+fi
+deadline=$((SECONDS - start + 240))
+read -ra train_args <"$bundle/train/arguments.txt"
+top1() { sed -n 's/.*"validation_top1": \([0-9.e-]*\).*/\1/p' "$1" | tail -n 1; }
+cpu_top1=$(top1 "$bundle/train/cpu.jsonl")
+say "stage 2: dptrain train --backend cuda ${train_args[*]} (CPU top-1 $cpu_top1, made with the bundle)"
+for precision in fp32 bf16 fp16; do
+  name=train-$precision
+  step "$name" 90 "$work/bin/dptrain" train --data "$bundle/train/data" "${train_args[@]}" --backend cuda \
+    --precision "$precision" --metrics "$logs/$name.jsonl"
+  rc=$?
+  if (( rc != 0 )); then verdict "$name" "$rc"; continue; fi
+  gpu_top1=$(top1 "$logs/$name.jsonl")
+  if awk -v a="$gpu_top1" -v b="$cpu_top1" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= 0.05)}'; then
+    say "$name: passed (validation top-1 $gpu_top1, CPU $cpu_top1)"
+  else
+    say "$name: FAILED (validation top-1 $gpu_top1, CPU $cpu_top1: more than 0.05 apart)"
+    show_tail "$logs/$name.log"
+    status=1
+  fi
+  pack_logs
+done
+exit "$status"

@@ -1,29 +1,54 @@
 #!/usr/bin/env bash
 # Builds, on this machine (no GPU needed), what scripts/gpu-check.sh runs on a lent GPU machine whose
-# image has the CUDA toolkit, cuDNN and NCCL but none of our Debian dependencies (oneDNN, HDF5,
-# Open MPI, libjpeg-turbo, ...): the `cuda` preset's dptrain and GPU test executables, stripped, with
-# every shared library they load from here except the CUDA ones (the image's are used) - glibc and
-# its loader included, so the bundle does not depend on the image's distribution or glibc version.
+# image has a driver and the CUDA libraries (toolkit, or PyTorch's nvidia-* wheels) but none of our
+# Debian dependencies (oneDNN, HDF5, Open MPI, libjpeg-turbo, ...): the `cuda` preset's dptrain and
+# GPU test executables, stripped, with every shared library they load from here except the CUDA ones
+# (the machine's are found by gpu-check.sh's stage 0) - glibc and its loader included, so the bundle
+# does not depend on the image's distribution or glibc version.
 #
-#   scripts/make-gpu-bundle.sh     # -> gpu-bundle/bundle.tar.xz (git-ignored), prints its size
+#   scripts/make-gpu-bundle.sh [--train-reference] [--build-dir DIR] [--no-build] [--output DIR]
+#
+# -> DIR/bundle.tar.gz (default gpu-bundle/, git-ignored), with bin/, lib/ and cuda-libs.txt (the
+# CUDA sonames the executables need, the driver's and cuDNN's run-time-loaded ones included; a line
+# "SONAME optional" is one they can do without).
+# --train-reference adds stage 2's input: a small dataset made here and the CPU run of
+# `dptrain train` on it, so the GPU machine spends no time on CPU work.
+# --no-build packs what DIR (default build/cuda) already holds (the CTest test gpu_check does).
 #
 # The device tool carries it with the working tree: run(command="scripts/gpu-check.sh",
-# carry=["gpu-bundle"]). Unpacked it is about 60 MiB (oneDNN alone is 30), packed about a third of
-# that; the carry limit is 64 MiB in all, and the script fails above 48 MiB packed.
+# carry=["gpu-bundle"]). The carry limit is 64 MiB in all; this script fails above 48 MiB packed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-2}
-bundle=gpu-bundle
-targets=(dptrain gpu_device gpu_backend_agreement)
+build_dir=build/cuda
+output=gpu-bundle
+build=1
+train_reference=0
+while (( $# )); do
+  case $1 in
+    --build-dir) build_dir=$2; shift 2 ;;
+    --output) output=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --train-reference) train_reference=1; shift ;;
+    *) echo "usage: $0 [--train-reference] [--build-dir DIR] [--no-build] [--output DIR]" >&2; exit 2 ;;
+  esac
+done
+targets=(dptrain gpu_device gpu_backend_agreement gpu_nccl)
+executables=("$build_dir/app/dptrain" "$build_dir/tests/gpu/gpu_device" "$build_dir/tests/gpu/gpu_backend_agreement"
+             "$build_dir/tests/gpu/gpu_nccl")
 
-cmake --preset cuda >/dev/null
-cmake --build --preset cuda -j "$jobs" --target "${targets[@]}"
+if (( build )); then
+  [[ $build_dir == build/cuda ]] && cmake --preset cuda >/dev/null  # another DIR is configured already
+  cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
+fi
+for exe in "${executables[@]}"; do
+  [[ -x $exe ]] || { echo "make-gpu-bundle: $exe is missing (build the cuda preset's ${targets[*]})" >&2; exit 1; }
+done
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-rm -rf "$bundle"
-mkdir -p "$stage/bin" "$stage/lib" "$bundle"
-cp build/cuda/app/dptrain build/cuda/tests/gpu/gpu_device build/cuda/tests/gpu/gpu_backend_agreement "$stage/bin/"
+mkdir -p "$stage/bin" "$stage/lib"
+cp "${executables[@]}" "$stage/bin/"
 strip --strip-unneeded "$stage"/bin/*
 
 # The libraries the executables load, minus the GPU stack that must match the machine's driver.
@@ -34,13 +59,48 @@ done | sort -u | while read -r lib; do
   is_cuda_lib "$lib" && continue
   cp -L "$lib" "$stage/lib/"
 done
+# The machine must provide these: the CUDA libraries the executables load (libcublasLt through
+# libcublas too), the driver (loaded by the runtime) and cuDNN 9's sub-libraries (loaded by libcudnn.so.9 when first used).
+{
+  for exe in "$stage"/bin/*; do
+    ldd "$exe" | awk '/=>/ {print $1}'
+  done | while read -r soname; do if is_cuda_lib "$soname"; then echo "$soname"; fi; done
+  echo libcuda.so.1
+  cudnn=$(ldd "$stage/bin/dptrain" | awk '/libcudnn\.so/ {print $3}')
+  for sub in "$(dirname "$cudnn")"/libcudnn_*.so.[0-9]; do [[ -e $sub ]] && basename "$sub"; done
+  # cuDNN's run-time compiled engines use NVRTC when it is there, and do without it when it is not.
+  cudart=$(ldd "$stage/bin/dptrain" | awk '/libcudart\.so/ {print $1}')
+  echo "libnvrtc.so.${cudart##*.so.} optional"
+} | sort -u >"$stage/cuda-libs.txt"
 # (bench and the GPU tests never call MPI_Init, so Open MPI's run-time components are not needed.)
 chmod u+w "$stage"/lib/*
 strip --strip-unneeded "$stage"/lib/*.so* 2>/dev/null || true
-tar -C "$stage" -cJf "$bundle/bundle.tar.xz" bin lib
 
-size_kib=$(du -sk "$bundle" | cut -f1)
-echo "gpu-bundle: $(ls "$stage/lib" | wc -l) libraries, $(du -sm "$stage" | cut -f1) MiB unpacked, $((size_kib / 1024)) MiB packed"
+contents=(bin lib cuda-libs.txt)
+if (( train_reference )); then
+  # Stage 2's dataset and its CPU reference run, with the arguments gpu-check.sh repeats on the GPU.
+  mkdir -p "$stage/train"
+  dptrain=$build_dir/app/dptrain
+  "$dptrain" data synth "$stage/jpeg" --classes 4 --per-class 120 --val-per-class 30 --size 32 >/dev/null
+  "$dptrain" data convert imagenet "$stage/jpeg" "$stage/train/data" --size 32 --shards 2 --val-shards 1 >/dev/null
+  rm -rf "$stage/jpeg"
+  echo "--model inception-mini --steps 120 --batch-size 32 --lr 0.2 --log-every 40 --threads 2" \
+    >"$stage/train/arguments.txt"
+  # shellcheck disable=SC2046  # the arguments are words by design
+  "$dptrain" train --data "$stage/train/data" $(cat "$stage/train/arguments.txt") \
+    --metrics "$stage/train/cpu.jsonl" >"$stage/train/cpu.log" 2>&1
+  contents+=(train)
+fi
+
+mkdir -p "$output"
+rm -f "$output/bundle.tar.gz" "$output/bundle.tar.xz"
+# gzip, not xz: the GPU machine's image may lack xz, and gzip's format is also what Python's tarfile
+# reads everywhere (gpu-check.sh falls back to it when tar cannot unpack).
+tar -C "$stage" -czf "$output/bundle.tar.gz" "${contents[@]}"
+
+size_kib=$(du -sk "$output/bundle.tar.gz" | cut -f1)
+echo "gpu-bundle: $output/bundle.tar.gz, $(find "$stage/lib" -type f | wc -l) libraries, $(du -sm "$stage" | cut -f1) MiB" \
+     "unpacked, $((size_kib / 1024)) MiB packed; the machine must provide: $(awk 'NF == 1' "$stage/cuda-libs.txt" | tr '\n' ' ')"
 if (( size_kib > 48 * 1024 )); then
   echo "gpu-bundle is over 48 MiB: the device tool carries 64 MiB at most with the working tree" >&2
   exit 1

@@ -10,7 +10,7 @@
 int main() {
   std::string why_not;
   if (!dptrain::cuda::gpu_usable(why_not)) {
-    std::printf("SKIP: %s\n", why_not.c_str());
+    std::printf("SKIP: no usable GPU: %s\n", why_not.c_str());
     return 77;
   }
   try {

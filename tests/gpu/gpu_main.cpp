@@ -44,12 +44,13 @@ Backend* gpu(Precision precision) {
 int main(int argc, char** argv) {
   std::string why_not;
   if (!dptrain::cuda::gpu_usable(why_not)) {
-    std::printf("SKIP: %s\n", why_not.c_str());
+    std::printf("SKIP: no usable GPU: %s\n", why_not.c_str());
     return 77;
   }
   dptrain::gpu_testing::cpu_backend = dptrain::make_cpu_backend();
   dptrain::gpu_testing::gpu_backend = dptrain::make_cuda_backend(0);
   const int failed = Catch::Session().run(argc, argv);
+  dptrain::gpu_testing::print_worst_agreement();
   dptrain::gpu_testing::bf16_backend.reset();
   dptrain::gpu_testing::fp16_backend.reset();
   dptrain::gpu_testing::gpu_backend.reset();

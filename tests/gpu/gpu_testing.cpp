@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
 
 #include "support/tensor_testing.hpp"
 
@@ -31,6 +33,16 @@ std::vector<Tensor> to_host(Backend& backend, std::initializer_list<const Tensor
 }
 
 namespace {
+// The largest error met in each precision, and where: gpu-check's table shows it.
+struct Worst {
+  double error = 0, tolerance = 0;
+  std::string where;
+};
+std::map<std::string, Worst>& worst_errors() {
+  static std::map<std::string, Worst> worst;
+  return worst;
+}
+
 void compare(const Run& run, const std::vector<std::string>& names, Backend& other, double tolerance,
              bool by_norm) {
   const std::vector<Tensor> reference = run(cpu());
@@ -45,6 +57,10 @@ void compare(const Run& run, const std::vector<std::string>& names, Backend& oth
         by_norm ? norm_relative_error(actual[i], reference[i]) : testing::relative_error(actual[i], reference[i]);
     INFO((by_norm ? "norm-relative error " : "relative error ") << error);
     CHECK(error <= tolerance);
+    Worst& worst = worst_errors()[std::string(name_of(other.precision()))];
+    if (!(error <= worst.error)) {  // a NaN error is the worst of all
+      worst = {error, tolerance, Catch::getResultCapture().getCurrentTestName() + ": " + names[i]};
+    }
   }
 }
 }  // namespace
@@ -74,6 +90,13 @@ void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::s
       continue;
     }
     compare(run, names, *backend, low_tolerance, true);
+  }
+}
+
+void print_worst_agreement() {
+  for (const auto& [precision, worst] : worst_errors()) {
+    std::printf("agreement %s: worst %s error %.2e (tolerance %.0e) in %s\n", precision.c_str(),
+                precision == "fp32" ? "relative" : "norm-relative", worst.error, worst.tolerance, worst.where.c_str());
   }
 }
 

@@ -38,7 +38,8 @@ int main() {
   const bool usable = cuda::gpu_usable(why) && cudaGetDeviceCount(&gpus) == cudaSuccess;
   const Topology topology = discover_topology(session.active() ? MPI_COMM_WORLD : MPI_COMM_NULL, 0, gpus, nullptr);
   if (!usable || gpus < topology.local_size()) {
-    std::printf("SKIP: %s\n", usable ? "fewer GPUs than ranks on this node" : why.c_str());
+    const std::string reason = usable ? "fewer GPUs than ranks on this node" : "no usable GPU: " + why;
+    std::printf("SKIP: %s\n", reason.c_str());
     return 77;
   }
   const int device = topology.self().device;

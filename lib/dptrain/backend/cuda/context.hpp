@@ -1,11 +1,12 @@
 #pragma once
 // What every CUDA plan shares: the device, the compute stream, the cuDNN and cuBLAS handles bound to
-// that stream, the caching allocator and one convolution workspace. Plans hold it by shared_ptr, so
+// that stream, the caching allocator, one convolution workspace and the algorithms cuDNN found. Plans hold it by shared_ptr, so
 // it lives as long as the last plan or tensor of the backend.
 #include <cstddef>
 #include <memory>
 #include <string>
 
+#include "dptrain/backend/cuda/algorithm_cache.hpp"
 #include "dptrain/backend/cuda/caching_allocator.hpp"
 #include "dptrain/backend/cuda/check_cuda.hpp"
 #include "dptrain/backend/cuda/streams.hpp"
@@ -29,6 +30,8 @@ class CudaContext {
   cudnnHandle_t cudnn() const { return cudnn_; }
   cublasHandle_t cublas() const { return cublas_; }
   CachingAllocator& allocator() { return *allocator_; }
+  // The convolution algorithms found so far, by shape: a shape's search runs once per backend.
+  AlgorithmCache& algorithm_cache() { return algorithm_cache_; }
 
   // Device memory from the caching allocator, returned to it when the last view goes.
   Tensor allocate(const Shape& shape, DType dtype);
@@ -44,6 +47,7 @@ class CudaContext {
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::shared_ptr<CachingAllocator> allocator_;
+  AlgorithmCache algorithm_cache_;
   Tensor workspace_;
   std::size_t workspace_bytes_ = 0;
 };

@@ -1,7 +1,8 @@
 // Convolution on cuDNN. Each of the three passes picks its algorithm once, by timing the candidates
-// on the real buffers (cudnnFind*Ex) the first time it runs, within a workspace cap; the chosen
-// algorithm's workspace comes from the context's shared one. fp32 runs with FMA math only (no TF32),
-// so results agree with the CPU backend's to fp32 rounding.
+// on the real buffers (cudnnFind*Ex) the first time it runs, within a workspace cap; the choice is
+// kept in the context's cache by shape, so another layer of the same shape reuses it without a
+// search. The chosen algorithm's workspace comes from the context's shared one. fp32 runs with FMA
+// math only (no TF32), so results agree with the CPU backend's to fp32 rounding.
 //
 // bf16/fp16: x, y, dx, dy and the filter are of the low type, the convolution computes in fp32
 // (cuDNN's PSEUDO_BFLOAT16_CONFIG / PSEUDO_HALF_CONFIG) with tensor-op math. The f32 master weight is
@@ -12,6 +13,7 @@
 // cudnnConvolutionBackwardBias, whose bias tensor would have to share the low type.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 
 #include "dptrain/backend/cuda/descriptors.hpp"
@@ -34,19 +36,32 @@ struct Chosen {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // the math type cuDNN timed the algorithm with
 };
 
-// Times the pass's algorithms once with `find(requested, &returned, results, workspace, bytes)` (a
-// cudnnFind*Ex call on the real buffers) and keeps the fastest that ran: cuDNN sorts them by time.
+// Picks the pass's algorithm on its first run: the one the context's cache holds for `key`, else the
+// fastest that ran when `find(requested, &returned, results, workspace, bytes)` (a cudnnFind*Ex call
+// on the real buffers; cuDNN sorts them by time) timed the candidates, which the cache then keeps.
 template <typename Perf, int Count, typename Algo, typename Find>
-void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& who, const char* pass, Find&& find) {
+void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, const std::string& who, const char* pass,
+            Find&& find) {
   if (chosen.done) return;
+  AlgorithmCache& cache = ctx.algorithm_cache();
+  if (const FoundAlgorithm* found = cache.find(key)) {
+    chosen = {true, static_cast<Algo>(found->algo), found->workspace, found->math};
+    return;
+  }
+  // The search time is the search's own, not that of the work queued before it.
+  CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  const auto start = std::chrono::steady_clock::now();
   std::array<Perf, Count> results{};
   int returned = 0;
   const std::size_t cap = workspace_cap();
   CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
   for (int i = 0; i < returned; ++i) {
     if (results[static_cast<std::size_t>(i)].status == CUDNN_STATUS_SUCCESS) {
-      const auto& found = results[static_cast<std::size_t>(i)];
-      chosen = {true, found.algo, found.memory, found.mathType};
+      const auto& best = results[static_cast<std::size_t>(i)];
+      chosen = {true, best.algo, best.memory, best.mathType};
+      CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      cache.add(key, {static_cast<int>(best.algo), best.memory, best.mathType},
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       return;
     }
   }
@@ -63,7 +78,10 @@ class CudnnConvolution final : public ConvolutionPlan {
         type_(ctx_->activation_dtype()),
         x_desc_(nchw_descriptor(spec.input, type_)),
         y_desc_(nchw_descriptor(output_, type_)),
-        bias_desc_(channel_descriptor(spec.out_channels)) {
+        bias_desc_(channel_descriptor(spec.out_channels)),
+        forward_key_(AlgorithmCache::key("forward", type_, spec)),
+        data_key_(AlgorithmCache::key("backward-data", type_, spec)),
+        filter_key_(AlgorithmCache::key("backward-weights", type_, spec)) {
     const auto& w = spec.window;
     CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NCHW, spec.out_channels,
                                            static_cast<int>(spec.input[1]), w.kernel_h, w.kernel_w));
@@ -85,7 +103,8 @@ class CudnnConvolution final : public ConvolutionPlan {
     const void* w = compute_weight(weight, true);
     use_math_of(forward_);
     choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-        forward_, *ctx_, spec_.who, "forward", [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
+        forward_, *ctx_, forward_key_, spec_.who, "forward",
+        [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
           return cudnnFindConvolutionForwardAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), w_desc_, w, conv_desc_,
                                                         y_desc_, y.raw(), n, count, results, ws, bytes);
         });
@@ -112,7 +131,8 @@ class CudnnConvolution final : public ConvolutionPlan {
     const void* w = compute_weight(weight, false);
     use_math_of(data_);
     choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-        data_, *ctx_, spec_.who, "backward-data", [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
+        data_, *ctx_, data_key_, spec_.who, "backward-data",
+        [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
           return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_->cudnn(), w_desc_, w, y_desc_, dy.raw(), conv_desc_,
                                                              x_desc_, dx.raw(), n, count, results, ws, bytes);
         });
@@ -130,7 +150,7 @@ class CudnnConvolution final : public ConvolutionPlan {
     void* dw = low() ? dweight_low_.raw() : dweight.raw();
     use_math_of(filter_);
     choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-        filter_, *ctx_, spec_.who, "backward-weights",
+        filter_, *ctx_, filter_key_, spec_.who, "backward-weights",
         [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
           return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), y_desc_, dy.raw(),
                                                                conv_desc_, w_desc_, dw, n, count, results, ws, bytes);
@@ -191,6 +211,7 @@ class CudnnConvolution final : public ConvolutionPlan {
   TensorDescriptor x_desc_, y_desc_, bias_desc_;
   FilterDescriptor w_desc_;
   ConvolutionDescriptor conv_desc_;
+  std::string forward_key_, data_key_, filter_key_;  // the passes' keys in the context's algorithm cache
   Chosen<cudnnConvolutionFwdAlgo_t> forward_;
   Chosen<cudnnConvolutionBwdDataAlgo_t> data_;
   Chosen<cudnnConvolutionBwdFilterAlgo_t> filter_;

@@ -250,6 +250,9 @@ CudaBackend& as_cuda(Backend& backend) {
 CudaContext& context_of(Backend& backend) { return as_cuda(backend).context(); }
 MemoryStats memory_stats(Backend& backend) { return as_cuda(backend).context().allocator().stats(); }
 void reset_peak_memory(Backend& backend) { as_cuda(backend).context().allocator().reset_peak(); }
+AlgorithmSearchStats algorithm_search_stats(Backend& backend) {
+  return as_cuda(backend).context().algorithm_cache().stats();
+}
 
 }  // namespace dptrain::cuda
 

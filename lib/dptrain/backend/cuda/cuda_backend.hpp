@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "dptrain/backend/backend.hpp"
+#include "dptrain/backend/cuda/algorithm_cache.hpp"
 #include "dptrain/backend/cuda/caching_allocator.hpp"
 
 namespace dptrain {
@@ -20,6 +21,9 @@ CudaContext& context_of(Backend& backend);
 // The caching allocator's counters of a CUDA backend (GPU memory use per step); throws for another.
 MemoryStats memory_stats(Backend& backend);
 void reset_peak_memory(Backend& backend);
+// The cuDNN algorithm searches of a CUDA backend so far (one per distinct convolution shape and
+// pass); throws for another.
+AlgorithmSearchStats algorithm_search_stats(Backend& backend);
 }  // namespace cuda
 
 }  // namespace dptrain
