@@ -11,16 +11,21 @@
 
 namespace dptrain {
 namespace {
-void check_model_step(const std::string& model) {
+// `cpu_unplanned`: the CPU reference gives every tensor a buffer of its own (the scheme before the
+// memory planner), so the GPU's planned net (shared buffers, ReLU in place) is checked against it.
+void check_model_step(const std::string& model, int batch = 4, bool cpu_unplanned = false) {
   INFO("model " << model);
   ModelConfig config;
-  config.batch = 4;
+  config.batch = batch;
   config.classes = 10;
   std::vector<std::string> names{"loss"};
   bool named = false;
   gpu_testing::expect_agreement_in_all_precisions(
       [&](Backend& be) {
-        auto net = build_model(model, be, config);
+        ModelConfig c = config;
+        c.memory.plan = !(cpu_unplanned && be.device().is_cpu());
+        auto net = build_model(model, be, c);
+        REQUIRE(net->memory_planned() == c.memory.plan);
         net->initialize(3);
         fill_synthetic_batch(be, 3, 0, config.classes, net->images(), net->labels());
         // fp16 trains with loss scaling (its small gradients would otherwise lose bits to subnormals):
@@ -49,6 +54,12 @@ void check_model_step(const std::string& model) {
 TEST_CASE("a training step of lenet and inception-mini: CPU and GPU agree, in fp32, bf16 and fp16", "[gpu][model]") {
   check_model_step("lenet");
   check_model_step("inception-mini");
+}
+
+TEST_CASE("the GPU's planned net agrees with the CPU's one buffer per tensor (GoogLeNet with its aux heads)",
+          "[gpu][model][memory]") {
+  check_model_step("inception-mini", 4, true);
+  check_model_step("googlenet", 2, true);
 }
 }  // namespace
 }  // namespace dptrain

@@ -29,6 +29,9 @@ struct ConvolutionSpec {
   int out_channels = 0;
   Window2d window;
   bool bias = true;
+  // Apply a ReLU to the output in the forward pass (oneDNN post-op; a kernel after cuDNN's): the net
+  // asks for it when a ReLU runs in place on this output, and skips that ReLU's forward.
+  bool fuse_relu = false;
   std::string who = "convolution";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 

@@ -37,6 +37,14 @@ void Convolution::backward(std::span<const Tensor* const> inputs, const Tensor&,
   plan_->backward_weights(*inputs[0], doutput, weight().grad, spec_.bias ? bias().grad : no_bias);
 }
 
+bool Convolution::fuse_relu() {
+  if (!spec_.fuse_relu) {
+    spec_.fuse_relu = true;
+    plan_ = backend_->make_convolution(spec_);
+  }
+  return true;
+}
+
 void Convolution::initialize(std::uint64_t seed) {
   init_he_normal(*backend_, weight(), spec_.input[1] * spec_.window.kernel_h * spec_.window.kernel_w, seed);
   if (spec_.bias) init_constant(*backend_, bias().value, 0.f);

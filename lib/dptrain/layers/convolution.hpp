@@ -16,6 +16,7 @@ class Convolution final : public Layer {
   std::span<Parameter> parameters() override { return params_; }
   void initialize(std::uint64_t seed) override;
   double flops_per_sample() const override;
+  bool fuse_relu() override;
 
   Parameter& weight() { return params_.at(0); }
   Parameter& bias() { return params_.at(1); }  // only when built with a bias

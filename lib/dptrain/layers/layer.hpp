@@ -62,6 +62,9 @@ class Layer {
   // Bytes the layer's plan keeps from a training forward to its backward (max-pooling indices, LRN
   // scales, dropout masks, probabilities), at most: for memory estimates.
   virtual std::size_t saved_state_bytes() const { return 0; }
+  // Asks the layer to apply a ReLU to its output in its own forward pass, because a ReLU runs in place
+  // on that output and can then skip its forward; returns whether it will.
+  virtual bool fuse_relu() { return false; }
 
   virtual std::span<Parameter> parameters() { return {}; }
   virtual std::span<Buffer> buffers() { return {}; }

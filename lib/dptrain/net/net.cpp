@@ -16,7 +16,7 @@ void Net::run_forward(const PassContext& ctx) {
   std::vector<const Tensor*> in;
   for (std::size_t i = 2; i < nodes_.size(); ++i) {
     Node& node = nodes_[i];
-    if (node.training_only && !ctx.training) continue;
+    if ((node.training_only && !ctx.training) || node.forward_fused) continue;
     in.clear();
     for (int j : node.inputs) in.push_back(&nodes_[static_cast<std::size_t>(j)].output);
     node.layer->forward(ctx, in, node.output);

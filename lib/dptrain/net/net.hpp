@@ -61,6 +61,7 @@ class Net {
     bool needs_grad = false;
     bool is_loss = false;
     bool training_only = false;  // an auxiliary head: skipped when not training
+    bool forward_fused = false;  // a ReLU whose producer applies it (its forward is skipped)
   };
   const std::vector<Node>& nodes() const { return nodes_; }
   Backend& backend() { return *backend_; }

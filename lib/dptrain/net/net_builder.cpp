@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "dptrain/layers/softmax_cross_entropy.hpp"
 
@@ -79,6 +80,14 @@ std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
   const bool training = memory.purpose == NetPurpose::training;
   for (std::size_t i = 2; i < nodes.size(); ++i) nodes[i].needs_grad = training && !nodes[i].is_loss;
   if (!memory.allocate) return std::move(net_);  // an estimate: the plan without its memory
+  // A ReLU in place on a convolution's output is applied by the convolution itself (one pass over the
+  // output instead of two); the ReLU's backward still runs, from the fused output.
+  for (std::size_t i = 2; i < nodes.size() && memory.plan; ++i) {
+    auto& node = nodes[i];
+    if (!plan.in_place(static_cast<int>(i)) || std::string_view(node.layer->kind()) != "relu") continue;
+    auto& producer = nodes[static_cast<std::size_t>(node.inputs[0])];
+    node.forward_fused = producer.layer != nullptr && producer.layer->fuse_relu();
+  }
   // Images are an activation (the first layer reads them), plain so that a host batch copies in.
   nodes[kImages].output = backend.allocate(nodes[kImages].shape, activation);
   nodes[kLabels].output = Tensor::zeros(nodes[kLabels].shape, DType::i32);  // labels stay on the host

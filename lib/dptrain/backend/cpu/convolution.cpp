@@ -34,7 +34,15 @@ class OneDnnConvolution final : public ConvolutionPlan {
                               : DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
                                                                            algorithm::convolution_direct, src, wei,
                                                                            dst, strides, padding, padding));
-    fwd_pd_ = DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, engine));
+    // A fused ReLU is a post-op of the forward primitive; the backward primitives do not see it (the
+    // ReLU's own backward runs from the fused output).
+    dnnl::primitive_attr attr;
+    if (spec.fuse_relu) {
+      dnnl::post_ops ops;
+      DNNL_CHECK(ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f));
+      DNNL_CHECK(attr.set_post_ops(ops));
+    }
+    fwd_pd_ = DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, attr, engine));
     fwd_ = DNNL_CHECK(dnnl::convolution_forward(fwd_pd_));
 
     auto bwd_data_desc = DNNL_CHECK(dnnl::convolution_backward_data::desc(algorithm::convolution_direct, src, wei,

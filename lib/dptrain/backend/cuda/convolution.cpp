@@ -122,6 +122,7 @@ class CudnnConvolution final : public ConvolutionPlan {
         CUDNN_CHECK(cudnnAddTensor(ctx_->cudnn(), &one, bias_desc_, bias.raw(), &one, y_desc_, y.raw()));
       }
     }
+    if (spec_.fuse_relu) kernels::relu_forward(y.raw(), y.raw(), type_, y.numel(), ctx_->stream());
   }
 
   void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) override {
