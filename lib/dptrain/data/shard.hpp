@@ -87,6 +87,7 @@ class ShardReader {
   std::string path_;
   ShardHeader header_;
   h5::Handle file_h5_, data_;
+  h5::Handle transfer_;  // JPEG reads: a small conversion buffer (HDF5 zeroes its default 1 MB on every read)
   std::vector<std::int32_t> labels_;
   std::vector<std::uint64_t> offsets_;  // per sample, where its bytes start (direct readers)
   std::uint64_t file_size_ = 0;         // of the file the offsets were checked against
