@@ -131,7 +131,8 @@ double sequential_bytes_per_second(const fs::path& dir, const SplitInfo& split, 
   return best;
 }
 
-// Images per second the loader hands out in training mode, over whole epochs and at least a second.
+// Images per second the loader hands out in training mode, over whole epochs (at least two) and at
+// least 1.5 s, after a warm-up epoch.
 double loader_images_per_second(const Manifest& m, const fs::path& dir, int threads, int crop) {
   LoaderConfig config;
   config.split = "train";
@@ -146,7 +147,7 @@ double loader_images_per_second(const Manifest& m, const fs::path& dir, int thre
   for (std::int64_t s = 0; s < steps; ++s) (void)loader.next();  // warm-up: every shard opened once
   std::int64_t images = 0;
   const auto start = Clock::now();
-  for (int epoch = 0; epoch < 5 && (epoch == 0 || seconds_since(start) < 1.0); ++epoch) {
+  for (int epoch = 0; epoch < 100 && (epoch < 2 || seconds_since(start) < 1.5); ++epoch) {
     for (std::int64_t s = 0; s < steps; ++s) images += loader.next().valid;
   }
   return static_cast<double>(images) / seconds_since(start);
