@@ -183,6 +183,10 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
     // H5Dread, cost a sixth of a JPEG sample's time.
     transfer_ = h5::Handle(H5_CHECK(H5Pcreate(H5P_DATASET_XFER)), H5Pclose);
     H5_CHECK(H5Pset_buffer(transfer_.id(), 4096, nullptr, nullptr));
+    const hsize_t one[1] = {1};
+    jpeg_type_ = h5::Handle(H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
+    jpeg_memory_ = h5::Handle(H5_CHECK(H5Screate_simple(1, one, nullptr)), H5Sclose);
+    jpeg_file_space_ = h5::Handle(H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
   }
 }
 
@@ -261,14 +265,17 @@ std::vector<std::uint8_t> ShardReader::read_jpeg(std::int64_t i) const {
   DPTRAIN_CHECK(header_.encoding == "jpeg", path_, ": read_jpeg on a raw shard");
   DPTRAIN_CHECK(i >= 0 && i < header_.samples, path_, ": sample ", i, " is outside the shard");
   const hsize_t start[1] = {static_cast<hsize_t>(i)}, count[1] = {1};
-  h5::Handle file_space(H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
-  H5_CHECK(H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
-  h5::Handle memory(H5_CHECK(H5Screate_simple(1, count, nullptr)), H5Sclose);
-  h5::Handle type(H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
+  H5_CHECK(H5Sselect_hyperslab(jpeg_file_space_.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
   hvl_t row{};
-  H5_CHECK(H5Dread(data_.id(), type.id(), memory.id(), file_space.id(), transfer_.id(), &row));
-  std::vector<std::uint8_t> bytes(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);
-  H5_CHECK(H5Dvlen_reclaim(type.id(), memory.id(), H5P_DEFAULT, &row));
+  H5_CHECK(H5Dread(data_.id(), jpeg_type_.id(), jpeg_memory_.id(), jpeg_file_space_.id(), transfer_.id(), &row));
+  std::vector<std::uint8_t> bytes;
+  try {
+    bytes.assign(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);
+  } catch (...) {
+    H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row);  // already failing: only free
+    throw;
+  }
+  H5_CHECK(H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row));
   return bytes;
 }
 

@@ -87,7 +87,9 @@ class ShardReader {
   std::string path_;
   ShardHeader header_;
   h5::Handle file_h5_, data_;
-  h5::Handle transfer_;  // JPEG reads: a small conversion buffer (HDF5 zeroes its default 1 MB on every read)
+  // JPEG reads, made once: a small conversion buffer (HDF5 zeroes its default 1 MB on every read),
+  // the vlen type, a one-element memory space and the file space whose selection each read moves.
+  h5::Handle transfer_, jpeg_type_, jpeg_memory_, jpeg_file_space_;
   std::vector<std::int32_t> labels_;
   std::vector<std::uint64_t> offsets_;  // per sample, where its bytes start (direct readers)
   std::uint64_t file_size_ = 0;         // of the file the offsets were checked against
