@@ -1,6 +1,21 @@
 #include "distributed_options.hpp"
 
+#include "dptrain/dist/compute_threads.hpp"
+
 namespace dptrain::app {
+
+void add_loader_threads_option(CLI::App* cmd, int& threads) {
+  cmd->add_option("--loader-threads,--threads", threads,
+                  "Data loading threads per rank (default: the cores of the rank's CPU set that its compute "
+                  "threads leave free, at least 1)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+int loader_threads(int requested, const dist::Job& job, bool on_gpu) {
+  if (requested > 0) return requested;
+  const int compute = on_gpu ? 1 : job.compute_threads() > 0 ? job.compute_threads() : dist::compute_threads_in_use();
+  return dist::spare_threads(job.topology(), compute);
+}
 
 void add_distributed_options(CLI::App* cmd, dist::JobOptions& o) {
   const char* group = "Distributed (under srun or mpiexec)";

@@ -27,7 +27,7 @@ namespace dptrain::app {
 namespace {
 struct EvalOptions {
   std::string checkpoint, data, split = "validation", json;
-  int batch = 64, threads = 2;
+  int batch = 64, threads = 0;
   dist::JobOptions dist;
   BackendOptions device;
 };
@@ -147,7 +147,7 @@ int run_eval(const EvalOptions& o) {
   cfg.training = false;
   cfg.crop = config.image_size;
   cfg.flip = false;
-  cfg.threads = o.threads;
+  cfg.threads = loader_threads(o.threads, job, !backend->device().is_cpu());
   data::Loader loader(manifest, o.data, cfg);
   const Evaluation e = evaluate(*net, trainer, loader, comm);
 
@@ -179,7 +179,7 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--batch-size", o->batch, "Images per step on each rank")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--split", o->split, "The split to score")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Data loading threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
+  add_loader_threads_option(cmd, o->threads);
   cmd->add_option("--json", o->json, "Also write the result as one JSON object to this file (rank 0)");
   add_backend_options(cmd, o->device, false);
   add_distributed_options(cmd, o->dist);

@@ -37,7 +37,7 @@ struct TrainOptions {
   std::vector<double> milestones;  // epochs, for --schedule step
   float momentum = 0.9f, weight_decay = 1e-4f, label_smoothing = 0.f;
   bool nesterov = false, no_aux = false, flip = false;
-  int crop = 0, pad = 0, threads = 2, log_every = 50;
+  int crop = 0, pad = 0, threads = 0, log_every = 50;  // threads 0: what the rank can spare
   std::uint64_t seed = 1;
   bool batch_given = false;  // --batch-size on the command line (a resume keeps the global batch otherwise)
   dist::JobOptions dist;
@@ -126,7 +126,7 @@ int run_train(const TrainOptions& o) {
   train_cfg.crop = model.image_size;
   train_cfg.pad = o.pad;
   train_cfg.flip = o.flip;
-  train_cfg.threads = o.threads;
+  train_cfg.threads = loader_threads(o.threads, job, !backend->device().is_cpu());
   train_cfg.seed = o.seed;
   data::Loader train_loader(manifest, o.data, train_cfg);
   const std::int64_t steps_per_epoch = train_loader.steps_per_epoch();
@@ -209,6 +209,9 @@ int run_train(const TrainOptions& o) {
     stager->stage(into.images);
   };
   if (first_step < total_steps) fetch(batch);
+  out << "data: " << train_cfg.threads << " loader thread" << (train_cfg.threads == 1 ? "" : "s") << " per rank"
+      << (o.threads > 0 ? "" : " (the cores compute leaves free; --loader-threads to change)") << ", samples read by "
+      << train_loader.read_path() << "\n";
   std::int64_t step = first_step;
   trainer.set_after_backward_queued([&] {
     if (step + 1 < total_steps) fetch(upcoming);
@@ -243,6 +246,7 @@ int run_train(const TrainOptions& o) {
     if ((step + 1) % o.log_every == 0 || step + 1 == total_steps || epoch_end) {
       log.report_window(batch.epoch, step + 1, r.learning_rate, reducer.stats());
     }
+    if (epoch_end) log.report_epoch_end(batch.epoch, train_cfg.threads);
     if ((epoch_end || step + 1 == total_steps) && eval_loader) {
       last_eval = evaluate(*net, trainer, *eval_loader, comm);
       log.report_evaluation(batch.epoch, step + 1, last_eval);
@@ -285,7 +289,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--crop", o->crop, "Input size the model sees (default: the stored image size)")->check(CLI::PositiveNumber);
   cmd->add_option("--pad", o->pad, "Zero padding before the random crop in training")->capture_default_str();
   cmd->add_flag("--flip", o->flip, "Random horizontal flips in training");
-  cmd->add_option("--threads", o->threads, "Data loading threads per rank")->check(CLI::PositiveNumber)->capture_default_str();
+  add_loader_threads_option(cmd, o->threads);
   cmd->add_option("--seed", o->seed, "Seed of the weights, the sample order and augmentation")->capture_default_str();
   cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)");
   cmd->add_option("--log-every", o->log_every, "Print a line every this many steps")->check(CLI::PositiveNumber)->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iomanip>
+#include <iostream>
 #include <vector>
 
 #include "dptrain/core/error.hpp"
@@ -30,6 +31,10 @@ void TrainingLog::record_step(const StepResult& r, int batch, double seconds, do
   seconds_ += seconds;
   wait_ += data_wait;
   total_wait_ += data_wait;
+  if (images_ > 0) {  // the run's first step also starts the loader: not a sign of a slow pipeline
+    epoch_seconds_ += seconds;
+    epoch_wait_ += data_wait;
+  }
   ++steps_;
   images_ += global_batch_;
 }
@@ -100,6 +105,19 @@ void TrainingLog::report_evaluation(std::int64_t epoch, std::int64_t step, const
   }
   // Evaluation time is not training throughput: the window restarts after it.
   seconds_ = 0;
+}
+
+void TrainingLog::report_epoch_end(std::int64_t epoch, int loader_threads) {
+  double sums[2] = {epoch_wait_, epoch_seconds_};
+  comm_.allreduce_sum(sums, 2);
+  epoch_wait_ = epoch_seconds_ = 0;
+  const double share = sums[0] / std::max(sums[1], 1e-12);
+  if (!root_ || share <= 0.10) return;
+  std::cerr << "dptrain: warning: epoch " << epoch + 1 << " waited for data " << std::fixed << std::setprecision(0)
+            << 100.0 * share << "% of its step time (more than 10%): the input pipeline limits this run; give the "
+            << "loader more threads (--loader-threads, now " << loader_threads << " per rank), store the dataset "
+            << "raw instead of JPEG (dptrain data convert --encoding raw), or put it on faster storage\n"
+            << std::defaultfloat;
 }
 
 void TrainingLog::report_summary(const std::string& model, const std::string& dataset, int batch, std::int64_t steps,

@@ -32,6 +32,9 @@ class TrainingLog {
   // Collective: every rank calls it at the same steps.
   void report_window(std::int64_t epoch, std::int64_t step, double learning_rate, const dist::ReducerStats& comm_stats);
   void report_evaluation(std::int64_t epoch, std::int64_t step, const Evaluation& e);
+  // Collective, at the end of every epoch: warns (rank 0, stderr) when the ranks waited for data more
+  // than 10% of the epoch's step time, with `loader_threads` in the advice.
+  void report_epoch_end(std::int64_t epoch, int loader_threads);
   void report_summary(const std::string& model, const std::string& dataset, int batch, std::int64_t steps,
                       double seconds, const Evaluation* last_eval, const dist::ReducerStats& comm_stats);
 
@@ -47,6 +50,7 @@ class TrainingLog {
   std::int64_t steps_ = 0;
   double exposed_before_ = 0;  // the reducer's exposed communication time at the window's start
   double total_wait_ = 0;
+  double epoch_seconds_ = 0, epoch_wait_ = 0;  // this rank's, since the epoch began
   std::int64_t images_ = 0;    // global, whole run
   std::string backend_ = "cpu", precision_ = "fp32";
   std::function<double()> device_memory_;

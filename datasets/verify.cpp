@@ -1,6 +1,7 @@
 #include "datasets/verify.hpp"
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include "dptrain/core/error.hpp"
@@ -13,6 +14,7 @@ VerifyReport verify_dataset(const std::string& directory) {
   namespace fs = std::filesystem;
   const data::Manifest manifest = data::Manifest::read(directory);
   VerifyReport report;
+  std::map<std::string, int> read_paths;  // how the loader will read each shard, and how many take that way
   std::ostringstream summary;
   summary << "dataset '" << manifest.name << "' in " << directory << ": " << manifest.class_count() << " classes, "
           << manifest.height << "x" << manifest.width << "x" << manifest.channels << " " << manifest.encoding;
@@ -25,20 +27,11 @@ VerifyReport verify_dataset(const std::string& directory) {
         report.problems.push_back(path + ": the shard is missing (the manifest lists it in split '" + name + "')");
         continue;
       }
-      data::ShardHeader expected;
-      expected.split = name;
-      expected.shard_index = static_cast<std::int64_t>(i);
-      expected.shard_count = static_cast<std::int64_t>(split.shards.size());
-      expected.first_sample = info.first_sample;
-      expected.samples = info.samples;
-      expected.height = manifest.height;
-      expected.width = manifest.width;
-      expected.channels = manifest.channels;
-      expected.encoding = manifest.encoding;
-      expected.classes = manifest.class_count();
+      const data::ShardHeader expected = data::expected_shard_header(manifest, name, i);
       try {
         // Validates every attribute and dataset size, and that each label is in [0, classes).
         const data::ShardReader reader(path, expected);
+        ++read_paths[reader.read_path()];
         const std::string checksum = data::file_checksum(path);
         DPTRAIN_CHECK(checksum == info.checksum, path, ": checksum ", checksum, " does not match the manifest's ",
                       info.checksum, " (the file changed after conversion or is damaged; convert again)");
@@ -51,6 +44,9 @@ VerifyReport verify_dataset(const std::string& directory) {
     }
     summary << "; " << name << " " << split.samples << " samples in " << split.shards.size()
             << (split.shards.size() == 1 ? " shard" : " shards");
+  }
+  for (const auto& [how, count] : read_paths) {
+    summary << "\nread path: " << how << " (" << count << (count == 1 ? " shard)" : " shards)");
   }
   report.summary = summary.str();
   return report;

@@ -2,7 +2,8 @@
 // `dptrain data verify DIR`: checks a dataset directory the way training would read it, before a
 // long job finds out. For every shard of every split in manifest.json: the file exists, its header
 // and dataset sizes match the manifest (ShardReader's validation), its labels are in range, and its
-// CRC-32 matches the manifest's checksum.
+// CRC-32 matches the manifest's checksum. It also says how the loader will read the samples
+// (pread at chunk offsets, or H5Dread under the HDF5 lock and why).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,7 +12,7 @@ namespace dptrain::datasets {
 
 struct VerifyReport {
   std::vector<std::string> problems;  // one sentence each, naming the file
-  std::string summary;                // what was checked
+  std::string summary;                // what was checked, then a "read path: ..." line per way the loader reads shards
   std::int64_t shards = 0, samples = 0;
   bool ok() const { return problems.empty(); }
 };

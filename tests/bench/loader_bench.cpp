@@ -6,9 +6,12 @@
 //   loader_bench DATASET    when DATASET/manifest.json exists: measures that dataset's training split
 //
 // For each dataset it prints the loader's images/sec (training mode: shuffled, random crop, flip) with
-// 1 and 2 worker threads, the sequential read bandwidth of its shard files (std::ifstream, measured in
-// the same run, so from the same page cache) as images/sec, and the ratio of the two. The ratio is
-// the number to watch: raw shards should come close to the plain read, JPEG pays for decoding.
+// 1 and 2 worker threads, after one warm-up epoch (which opens and indexes every shard once, as the
+// first of many epochs does), the sequential read bandwidth of its shard files (std::ifstream,
+// measured in the same run, so from the same page cache) as images/sec, and the ratio of the two.
+// For JPEG it also prints the rate at which one thread merely decodes the same images (TurboJPEG, one
+// handle, at the loader's decode scale, from memory), and the loader's ratio to that: JPEG loading
+// is bounded by decoding, so that ratio says what the rest of the loader costs.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -128,7 +131,8 @@ double sequential_bytes_per_second(const fs::path& dir, const SplitInfo& split, 
   return best;
 }
 
-// Images per second the loader hands out in training mode, over whole epochs and at least a second.
+// Images per second the loader hands out in training mode, over whole epochs (at least two) and at
+// least 1.5 s, after a warm-up epoch.
 double loader_images_per_second(const Manifest& m, const fs::path& dir, int threads, int crop) {
   LoaderConfig config;
   config.split = "train";
@@ -140,13 +144,35 @@ double loader_images_per_second(const Manifest& m, const fs::path& dir, int thre
   config.seed = 1;
   Loader loader(m, dir.string(), config);
   const std::int64_t steps = loader.steps_per_epoch();
-  (void)loader.next();  // starts the workers and opens the first shards
+  for (std::int64_t s = 0; s < steps; ++s) (void)loader.next();  // warm-up: every shard opened once
   std::int64_t images = 0;
   const auto start = Clock::now();
-  for (int epoch = 0; epoch < 5 && (epoch == 0 || seconds_since(start) < 1.0); ++epoch) {
+  for (int epoch = 0; epoch < 100 && (epoch < 2 || seconds_since(start) < 1.5); ++epoch) {
     for (std::int64_t s = 0; s < steps; ++s) images += loader.next().valid;
   }
   return static_cast<double>(images) / seconds_since(start);
+}
+
+// Images per second one thread decodes the split's JPEG bytes (read into memory first) at `scale`,
+// the best of passes over at least a second.
+double decode_images_per_second(const Manifest& m, const fs::path& dir, JpegScale scale) {
+  const SplitInfo& split = m.split("train");
+  std::vector<std::vector<std::uint8_t>> encoded;
+  for (std::size_t s = 0; s < split.shards.size(); ++s) {
+    const ShardReader reader((dir / split.shards[s].file).string(), expected_shard_header(m, "train", s));
+    for (std::int64_t i = 0; i < reader.header().samples; ++i) encoded.push_back(reader.read_jpeg(i));
+  }
+  JpegDecoder decoder;
+  Image image;
+  double best = 0, spent = 0;
+  for (int pass = 0; pass < 3 || spent < 1.0; ++pass) {
+    const auto start = Clock::now();
+    for (const auto& bytes : encoded) decoder.decode(bytes.data(), bytes.size(), m.channels, scale, "decode", image);
+    const double seconds = seconds_since(start);
+    spent += seconds;
+    best = std::max(best, static_cast<double>(encoded.size()) / seconds);
+  }
+  return best;
 }
 
 void bench(const fs::path& dir, const Manifest& m) {
@@ -159,10 +185,21 @@ void bench(const fs::path& dir, const Manifest& m) {
               static_cast<long long>(split.samples), m.height, m.width, m.channels, m.encoding.c_str(),
               static_cast<double>(bytes) / 1e6, split.shards.size(), crop);
   std::printf("  sequential read (ifstream): %9.0f MB/s = %9.0f images/s\n", bandwidth / 1e6, sequential_images);
+  const bool jpeg = m.encoding == "jpeg";
+  const JpegScale scale = jpeg_scale_for(m.height, m.width, crop);
+  const double decode = jpeg ? decode_images_per_second(m, dir, scale) : 0;
+  if (jpeg) {
+    std::printf("  decode only (TurboJPEG, 1 thread, scale %d/%d): %9.0f images/s\n", scale.num, scale.denom, decode);
+  }
+  double one = 0;
   for (int threads : {1, 2}) {
     const double rate = loader_images_per_second(m, dir, threads, crop);
-    std::printf("  loader, %d thread%s:        %9.0f images/s  = %.3f x sequential read\n", threads,
+    if (threads == 1) one = rate;
+    std::printf("  loader, %d thread%s:        %9.0f images/s  = %.3f x sequential read", threads,
                 threads == 1 ? " " : "s", rate, rate / sequential_images);
+    if (jpeg) std::printf(", %.2f x decode only", rate / decode);
+    if (threads > 1) std::printf(", %.2f x 1 thread", rate / one);
+    std::printf("\n");
   }
 }
 }  // namespace

@@ -49,7 +49,8 @@ class Augmenter {
   int height_, width_, channels_, crop_, pad_;
   bool random_, flip_;
   std::uint64_t seed_;
-  std::vector<float> lut_;  // C x 256: the normalised value of each byte value; [c][0] is the padding
+  std::vector<float> mean_, stddev_;  // per channel, as the float arithmetic uses them
+  std::vector<float> padding_;        // per channel: the normalised value of a zero pixel
 };
 
 }  // namespace dptrain::data

@@ -150,30 +150,56 @@ AxisWeights axis_weights(int in, int out) {
 
 }  // namespace
 
-Image decode_jpeg(const std::uint8_t* bytes, std::size_t size, int channels, const std::string& what_for_errors) {
+JpegScale jpeg_scale_for(int height, int width, int needed) {
+  JpegScale best;
+  const int side = std::min(height, width);
+  if (needed <= 0 || side < 2 * needed) return best;
+  int count = 0;
+  const tjscalingfactor* factors = tjGetScalingFactors(&count);
+  DPTRAIN_CHECK(factors != nullptr && count > 0, "TurboJPEG lists no scaling factors (", tj_message(nullptr), ")");
+  for (int k = 0; k < count; ++k) {
+    const JpegScale f{factors[k].num, factors[k].denom};
+    if (2 * f.num > f.denom || f.scaled(side) < needed) continue;  // not at most 1/2, or too small
+    if (static_cast<long>(f.num) * best.denom < static_cast<long>(best.num) * f.denom) best = f;
+  }
+  return best;
+}
+
+struct JpegDecoder::Handle {
+  TjHandle tj;
+  std::vector<std::uint8_t> cmyk;  // reused for CMYK sources
+};
+
+JpegDecoder::JpegDecoder() : handle_(std::make_unique<Handle>()) { handle_->tj = make_decompressor("JPEG decoder"); }
+JpegDecoder::~JpegDecoder() = default;
+
+void JpegDecoder::decode(const std::uint8_t* bytes, std::size_t size, int channels, JpegScale scale,
+                         const std::string& what_for_errors, Image& image) {
   const std::string& what = what_for_errors;
   DPTRAIN_CHECK(channels == 1 || channels == 3, what, ": can decode to 1 (grey) or 3 (RGB) channels, not ", channels);
-  TjHandle handle = make_decompressor(what);
-  const Header h = read_header(handle.get(), bytes, size, what);
-  const auto pixels = static_cast<std::size_t>(h.width) * static_cast<std::size_t>(h.height);
+  DPTRAIN_CHECK(scale.num > 0 && scale.denom > 0, what, ": cannot decode at scale ", scale.num, "/", scale.denom);
+  tjhandle handle = handle_->tj.get();
+  const Header h = read_header(handle, bytes, size, what);
+  const int width = scale.scaled(h.width), height = scale.scaled(h.height);
+  const auto pixels = static_cast<std::size_t>(width) * static_cast<std::size_t>(height);
 
-  Image image;
-  image.height = h.height;
-  image.width = h.width;
+  image.height = height;
+  image.width = width;
   image.channels = channels;
   image.pixels.resize(pixels * static_cast<std::size_t>(channels));
   if (!h.cmyk()) {
     // libjpeg converts YCbCr and grey sources to either format itself (grey to RGB replicates).
-    check_tj(tjDecompress2(handle.get(), bytes, static_cast<unsigned long>(size), image.pixels.data(), h.width, 0,
-                           h.height, channels == 3 ? TJPF_RGB : TJPF_GRAY, TJFLAG_ACCURATEDCT),
-             handle.get(), "decoding", what);
-    return image;
+    check_tj(tjDecompress2(handle, bytes, static_cast<unsigned long>(size), image.pixels.data(), width, 0, height,
+                           channels == 3 ? TJPF_RGB : TJPF_GRAY, TJFLAG_ACCURATEDCT),
+             handle, "decoding", what);
+    return;
   }
   // CMYK and YCCK sources can only be decoded to CMYK; convert here (see ink_to_rgb).
-  std::vector<std::uint8_t> cmyk(pixels * 4);
-  check_tj(tjDecompress2(handle.get(), bytes, static_cast<unsigned long>(size), cmyk.data(), h.width, 0, h.height,
-                         TJPF_CMYK, TJFLAG_ACCURATEDCT),
-           handle.get(), "decoding CMYK", what);
+  std::vector<std::uint8_t>& cmyk = handle_->cmyk;
+  cmyk.resize(pixels * 4);
+  check_tj(tjDecompress2(handle, bytes, static_cast<unsigned long>(size), cmyk.data(), width, 0, height, TJPF_CMYK,
+                         TJFLAG_ACCURATEDCT),
+           handle, "decoding CMYK", what);
   for (std::size_t p = 0; p < pixels; ++p) {
     const std::uint8_t* in = &cmyk[p * 4];
     const std::uint8_t r = ink_to_rgb(in[0], in[3]), g = ink_to_rgb(in[1], in[3]), b = ink_to_rgb(in[2], in[3]);
@@ -185,6 +211,12 @@ Image decode_jpeg(const std::uint8_t* bytes, std::size_t size, int channels, con
       image.pixels[p] = luma(r, g, b);
     }
   }
+}
+
+Image decode_jpeg(const std::uint8_t* bytes, std::size_t size, int channels, const std::string& what_for_errors) {
+  JpegDecoder decoder;
+  Image image;
+  decoder.decode(bytes, size, channels, JpegScale{}, what_for_errors, image);
   return image;
 }
 

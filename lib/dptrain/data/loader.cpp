@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <list>
 
+#include <sys/resource.h>
+
 #include "dptrain/core/error.hpp"
+#include "dptrain/data/buffer_pool.hpp"
 #include "dptrain/data/hdf5_lock.hpp"
 #include "dptrain/data/jpeg.hpp"
 #include "dptrain/data/shard.hpp"
@@ -19,17 +22,21 @@ struct Loader::Slot {
   int done = 0;
 };
 
-// The open shards, most recently used first. Every member is touched only under h5::global_mutex(),
-// which also covers the HDF5 closes of an evicted reader.
+// The shards opened so far. Every member is touched only under h5::global_mutex(). A direct reader
+// (pread at chunk offsets) stays once opened: it holds only its offsets and labels (12 bytes a
+// sample) and, while it is among the most recently used, a descriptor. An HDF5 reader holds HDF5
+// ids and is dropped when it falls off the most-recently-used list. A worker reading outside the
+// lock holds its own reference (to the reader, or to the descriptor), so an eviction meanwhile does
+// not close what it reads; whoever drops the last reference to a reader closes it under the lock.
 struct Loader::ShardCache {
-  struct Open {
-    std::int64_t shard;
-    std::unique_ptr<ShardReader> reader;
-  };
-  std::list<Open> open;
+  std::vector<std::shared_ptr<ShardReader>> readers;  // by shard index; null: not open
+  std::list<std::size_t> open;                        // shards holding a file, most recently used first
+  std::vector<std::list<std::size_t>::iterator> where;  // each listed shard's place in `open`
+  std::vector<char> listed;
+  std::vector<std::string> read_paths;  // each way of reading met so far, in order
   ~ShardCache() {
     h5::Lock lock(h5::global_mutex());
-    open.clear();
+    readers.clear();
   }
 };
 
@@ -39,6 +46,20 @@ namespace {
   const std::string message = e.what();
   if (message.find(path) != std::string::npos) throw e;
   throw Error(detail::concat(path, ": ", doing, " failed: ", message));
+}
+
+// A quarter of the descriptors the process may open (each open shard holds one), at least 64: with
+// the usual limits (1024 to 1M) a shuffled epoch over 1024 shards reopens none or few of them.
+int default_open_shard_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 4096;
+  return static_cast<int>(std::clamp<rlim_t>(limit.rlim_cur / 4, 64, 4096));
+}
+
+// Closes a reader's HDF5 ids under the HDF5 lock, whichever thread drops the last reference.
+void close_under_lock(const ShardReader* reader) {
+  h5::Lock lock(h5::global_mutex());
+  delete reader;
 }
 }  // namespace
 
@@ -52,16 +73,17 @@ Loader::Loader(const Manifest& manifest, std::string directory, LoaderConfig con
       channels_(manifest.channels),
       classes_(manifest.class_count()),
       encoding_(manifest.encoding),
+      decode_scale_(encoding_ == "jpeg" ? jpeg_scale_for(manifest.height, manifest.width, config_.crop) : JpegScale{}),
       sampler_(split_.samples, config_.seed, config_.training),
       augmenter_(AugmentConfig{config_.crop, config_.pad, config_.training, config_.flip, manifest.mean,
                                manifest.stddev, config_.seed},
-                 manifest.height, manifest.width, manifest.channels),
+                 decode_scale_.scaled(manifest.height), decode_scale_.scaled(manifest.width), manifest.channels),
       shards_(std::make_unique<ShardCache>()) {
   const LoaderConfig& c = config_;
   DPTRAIN_CHECK(c.batch > 0, "the per-rank batch size must be positive, not ", c.batch);
   DPTRAIN_CHECK(c.world_size > 0 && c.rank >= 0 && c.rank < c.world_size, "rank ", c.rank,
                 " is not one of the world's ", c.world_size, " ranks");
-  DPTRAIN_CHECK(c.threads > 0 && c.prefetch > 0 && c.max_open_shards > 0,
+  DPTRAIN_CHECK(c.threads > 0 && c.prefetch > 0 && c.max_open_shards >= 0,
                 "the loader needs at least one thread (", c.threads, "), one batch of prefetch (", c.prefetch,
                 ") and one open shard (", c.max_open_shards, ")");
   DPTRAIN_CHECK(encoding_ == "raw" || encoding_ == "jpeg", directory_, ": dataset encoding '", encoding_,
@@ -70,7 +92,18 @@ Loader::Loader(const Manifest& manifest, std::string directory, LoaderConfig con
   DPTRAIN_CHECK(!c.training || !drop_last() || split_.samples >= global_batch(), directory_, ": split '",
                 split_name_, "' has ", split_.samples, " samples, fewer than one global batch of ", global_batch(),
                 " (", c.batch, " per rank x ", c.world_size, " ranks); use a smaller batch");
-  for (const ShardInfo& s : split_.shards) shard_firsts_.push_back(s.first_sample);
+  for (std::size_t s = 0; s < split_.shards.size(); ++s) {
+    shard_firsts_.push_back(split_.shards[s].first_sample);
+    expected_.push_back(expected_shard_header(manifest, split_name_, s));
+  }
+  shards_->readers.resize(split_.shards.size());
+  shards_->where.resize(split_.shards.size());
+  shards_->listed.assign(split_.shards.size(), 0);
+  max_open_ = c.max_open_shards > 0 ? c.max_open_shards : default_open_shard_limit();
+  // The batches being prepared, the one the trainer holds and the one it stages next come back.
+  image_buffers_ = BufferPool::create(static_cast<std::size_t>(augmenter_.output_size()) * sizeof(float) *
+                                          static_cast<std::size_t>(c.batch),
+                                      static_cast<std::size_t>(c.prefetch) + 3);
   next_item_ = c.batch;  // no batch being handed out yet
 }
 
@@ -121,80 +154,110 @@ void Loader::create_slot() {
   const std::size_t real = slot->samples.size();
   for (std::size_t j = real; j < static_cast<std::size_t>(b); ++j) slot->samples.push_back(slot->samples[j % real]);
   const int s = augmenter_.crop();
-  batch.images = Tensor::empty(Shape{b, channels_, s, s}, DType::f32);
+  batch.images = Tensor::adopt(image_buffers_->take(), Shape{b, channels_, s, s}, DType::f32, Device::cpu());
   batch.labels = Tensor::empty(Shape{b}, DType::i32);
   cursor_position_ += global_batch();
   slots_.push_back(std::move(slot));
   next_item_ = 0;
 }
 
+std::string Loader::read_path() const {
+  h5::Lock lock(h5::global_mutex());
+  std::string joined;
+  for (const std::string& p : shards_->read_paths) joined += (joined.empty() ? "" : "; ") + p;
+  return joined;
+}
+
+std::shared_ptr<ShardReader> Loader::open_shard(std::size_t shard) {
+  ShardCache& cache = *shards_;
+  std::shared_ptr<ShardReader>& slot = cache.readers[shard];
+  if (!slot) {
+    const ShardInfo& info = split_.shards[shard];
+    const std::string path = (std::filesystem::path(directory_) / info.file).string();
+    try {
+      // No chunk cache: every image is one chunk read once per epoch, so caching only costs memory
+      // (up to the cache size per open shard); without it HDF5 reads a chunk straight into our buffer.
+      slot = std::shared_ptr<ShardReader>(new ShardReader(path, expected_[shard], 0), close_under_lock);
+    } catch (const Error& e) {
+      rethrow_naming(path, "opening the shard", e);
+    }
+    auto& paths = cache.read_paths;
+    if (std::find(paths.begin(), paths.end(), slot->read_path()) == paths.end()) paths.push_back(slot->read_path());
+  }
+  std::shared_ptr<ShardReader> reader = slot;  // before an eviction below could drop the slot's
+  if (cache.listed[shard]) {
+    cache.open.splice(cache.open.begin(), cache.open, cache.where[shard]);
+    return reader;
+  }
+  cache.open.push_front(shard);
+  cache.where[shard] = cache.open.begin();
+  cache.listed[shard] = 1;
+  if (static_cast<int>(cache.open.size()) > max_open_) {
+    const std::size_t victim = cache.open.back();  // never `shard`: that is at the front
+    cache.open.pop_back();
+    cache.listed[victim] = 0;
+    if (cache.readers[victim]->reads_directly()) {
+      cache.readers[victim]->close_file();
+    } else {
+      cache.readers[victim].reset();
+    }
+  }
+  return reader;
+}
+
 void Loader::produce(std::int64_t epoch, std::int64_t sample, float* image, std::int32_t* label) {
   const auto shard = static_cast<std::size_t>(
       std::upper_bound(shard_firsts_.begin(), shard_firsts_.end(), sample) - shard_firsts_.begin() - 1);
-  const ShardInfo& info = split_.shards[shard];
-  const std::int64_t local = sample - info.first_sample;
+  const std::int64_t local = sample - split_.shards[shard].first_sample;
   const bool raw = encoding_ == "raw";
   // Per thread, so a sample costs no allocation on the raw path.
   thread_local std::vector<std::uint8_t> pixels;
   std::vector<std::uint8_t> encoded;
-  std::string path;
+  if (raw) {
+    pixels.resize(static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_) *
+                  static_cast<std::size_t>(channels_));
+  }
+  std::shared_ptr<ShardReader> reader;
+  DirectRead direct;
   {
     h5::Lock lock(h5::global_mutex());
-    auto& open = shards_->open;
-    auto it = std::find_if(open.begin(), open.end(), [&](const ShardCache::Open& o) {
-      return o.shard == static_cast<std::int64_t>(shard);
-    });
-    if (it != open.end()) {
-      open.splice(open.begin(), open, it);
-    } else {
-      path = (std::filesystem::path(directory_) / info.file).string();
-      ShardHeader expected;
-      expected.split = split_name_;
-      expected.shard_index = static_cast<std::int64_t>(shard);
-      expected.shard_count = static_cast<std::int64_t>(split_.shards.size());
-      expected.first_sample = info.first_sample;
-      expected.samples = info.samples;
-      expected.height = height_;
-      expected.width = width_;
-      expected.channels = channels_;
-      expected.encoding = encoding_;
-      expected.classes = classes_;
-      std::unique_ptr<ShardReader> reader;
-      try {
-        // No chunk cache: every image is one chunk read once per epoch, so caching only costs memory
-        // (up to the cache size per open shard); without it HDF5 reads a chunk straight into our buffer.
-        reader = std::make_unique<ShardReader>(path, expected, 0);
-      } catch (const Error& e) {
-        rethrow_naming(path, "opening the shard", e);
-      }
-      open.push_front(ShardCache::Open{static_cast<std::int64_t>(shard), std::move(reader)});
-      if (static_cast<int>(open.size()) > config_.max_open_shards) open.pop_back();
-    }
-    const ShardReader& reader = *open.front().reader;
-    path = reader.path();
+    reader = open_shard(shard);
+    *label = reader->labels()[static_cast<std::size_t>(local)];
     try {
-      if (raw) {
-        pixels.resize(static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_) *
-                      static_cast<std::size_t>(channels_));
-        reader.read_image(local, pixels.data());
+      if (raw && reader->reads_directly()) {
+        direct = reader->direct_read(local);  // read below, without the lock
+      } else if (raw) {
+        reader->read_image(local, pixels.data());  // H5Dread: only under the lock
       } else {
-        encoded = reader.read_jpeg(local);
+        encoded = reader->read_jpeg(local);
       }
+    } catch (const Error& e) {
+      rethrow_naming(reader->path(), detail::concat("reading sample ", local), e);
+    }
+  }
+  // Outside the lock: pread of the pixels, decoding and augmentation overlap across threads.
+  const std::string& path = reader->path();
+  if (direct.file) {
+    try {
+      direct.read(pixels.data());
     } catch (const Error& e) {
       rethrow_naming(path, detail::concat("reading sample ", local), e);
     }
-    *label = reader.labels()[static_cast<std::size_t>(local)];
   }
-  // Outside the lock: decoding and augmentation are most of the work, and they overlap across threads.
   if (raw) {
     augmenter_(pixels.data(), epoch, sample, image);
     return;
   }
-  const Image decoded = decode_jpeg(encoded.data(), encoded.size(), channels_,
-                                    detail::concat(path, " (sample ", local, ")"));
-  DPTRAIN_CHECK(decoded.height == height_ && decoded.width == width_ && decoded.channels == channels_, path,
-                ": sample ", local, " decodes to ", decoded.height, "x", decoded.width, "x", decoded.channels,
-                " but the manifest says ", height_, "x", width_, "x", channels_);
+  // One TurboJPEG handle and one pixel buffer per worker thread, made once.
+  thread_local JpegDecoder decoder;
+  thread_local Image decoded;
+  decoder.decode(encoded.data(), encoded.size(), channels_, decode_scale_, detail::concat(path, " (sample ", local, ")"),
+                 decoded);
+  const int h = decode_scale_.scaled(height_), w = decode_scale_.scaled(width_);
+  DPTRAIN_CHECK(decoded.height == h && decoded.width == w && decoded.channels == channels_, path, ": sample ", local,
+                " decodes to ", decoded.height, "x", decoded.width, "x", decoded.channels, " but the manifest says ",
+                height_, "x", width_, "x", channels_,
+                decode_scale_ == JpegScale{} ? std::string() : detail::concat(" (", h, "x", w, " at the decode scale)"));
   augmenter_(decoded.pixels.data(), epoch, sample, image);
 }
 

@@ -7,6 +7,7 @@
 // Threads split each batch by sample and work up to `prefetch` batches ahead. Every sample's pixels
 // depend only on (seed, epoch, sample index), so the batches are identical for any number of threads,
 // ranks, or after a seek. HDF5 calls are serialised by h5::global_mutex() (HDF5 is not thread safe);
+// raw shards in the converter's layout are read with pread outside it (see ShardReader), and
 // decoding and augmentation run outside it.
 #include <condition_variable>
 #include <cstdint>
@@ -21,12 +22,14 @@
 
 #include "dptrain/core/tensor.hpp"
 #include "dptrain/data/augment.hpp"
+#include "dptrain/data/jpeg.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/sampler.hpp"
+#include "dptrain/data/shard.hpp"
 
 namespace dptrain::data {
 
-class ShardReader;
+class BufferPool;
 
 struct LoaderConfig {
   std::string split = "train";
@@ -43,8 +46,9 @@ struct LoaderConfig {
   // same size), keep in evaluation (every sample is scored once; the batch is padded, see Batch::valid).
   std::optional<bool> drop_last;
   // Shards kept open at once (least recently used closed first): a shuffled epoch touches every shard,
-  // and 1024 open files would exhaust the usual descriptor limit.
-  int max_open_shards = 64;
+  // and each open shard holds a descriptor. 0: a quarter of the process's descriptor limit, 64 to 4096.
+  // Shards read with pread keep their index when closed, so reopening one is a plain open().
+  int max_open_shards = 0;
 };
 
 struct Batch {
@@ -82,6 +86,9 @@ class Loader {
   std::int64_t samples() const { return sampler_.size(); }
   const LoaderConfig& config() const { return config_; }
   int crop() const { return augmenter_.crop(); }
+  // How the shards opened so far are read (ShardReader::read_path(), each distinct one, "; " apart);
+  // empty before the first batch.
+  std::string read_path() const;
 
  private:
   struct Slot;
@@ -94,6 +101,8 @@ class Loader {
   bool cursor_has_batch();
   bool has_work();
   void create_slot();
+  // The reader of shard `shard`, opened if needed; the caller holds h5::global_mutex().
+  std::shared_ptr<ShardReader> open_shard(std::size_t shard);
   void produce(std::int64_t epoch, std::int64_t sample, float* image, std::int32_t* label);
   void worker();
   void start_workers();
@@ -105,10 +114,16 @@ class Loader {
   SplitInfo split_;
   int height_, width_, channels_, classes_;
   std::string encoding_;
+  // JPEG: images at least twice the crop are decoded at reduced size (jpeg_scale_for) and augmented
+  // at that size; 1/1 otherwise and for raw shards.
+  JpegScale decode_scale_;
   Sampler sampler_;
   Augmenter augmenter_;
   std::vector<std::int64_t> shard_firsts_;  // each shard's first global sample, ascending
+  std::vector<ShardHeader> expected_;       // each shard's header as the manifest describes it
   std::unique_ptr<ShardCache> shards_;
+  int max_open_ = 64;
+  std::shared_ptr<BufferPool> image_buffers_;  // batch images, recycled
 
   mutable std::mutex mutex_;
   std::condition_variable work_ready_, batch_ready_;

@@ -1,6 +1,11 @@
 #include "dptrain/data/shard.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+
+#include "dptrain/data/chunk_offsets.hpp"
+#include "dptrain/data/sample_file.hpp"
 
 namespace dptrain::data {
 namespace {
@@ -43,14 +48,19 @@ void write_atomically(const std::string& path, const ShardHeader& h, const std::
 }  // namespace
 
 void write_raw_shard(const std::string& path, const ShardHeader& h, const std::uint8_t* pixels,
-                     const std::int32_t* labels) {
+                     const std::int32_t* labels, const RawShardLayout& layout) {
+  DPTRAIN_CHECK(layout.images_per_chunk > 0 && layout.gzip_level >= 0 && layout.gzip_level <= 9, path,
+                ": a raw shard needs at least one image per chunk and a gzip level of 0-9");
   write_atomically(path, h, labels, [&](hid_t file) {
     const hsize_t dims[4] = {static_cast<hsize_t>(h.samples), static_cast<hsize_t>(h.height),
                              static_cast<hsize_t>(h.width), static_cast<hsize_t>(h.channels)};
-    const hsize_t chunk[4] = {1, dims[1], dims[2], dims[3]};  // one image per chunk: random access
+    // One image per chunk (the default): random access, and the loader reads it without HDF5.
+    const hsize_t per_chunk = std::min<hsize_t>(static_cast<hsize_t>(layout.images_per_chunk), std::max<hsize_t>(dims[0], 1));
+    const hsize_t chunk[4] = {per_chunk, dims[1], dims[2], dims[3]};
     h5::Handle space(H5_CHECK(H5Screate_simple(4, dims, nullptr)), H5Sclose);
     h5::Handle create(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
     H5_CHECK(H5Pset_chunk(create.id(), 4, chunk));
+    if (layout.gzip_level > 0) H5_CHECK(H5Pset_deflate(create.id(), static_cast<unsigned>(layout.gzip_level)));
     h5::Handle set(
         H5_CHECK(H5Dcreate2(file, "images", H5T_STD_U8LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)), H5Dclose);
     H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels));
@@ -74,6 +84,23 @@ void write_jpeg_shard(const std::string& path, const ShardHeader& h, const std::
     }
     H5_CHECK(H5Dwrite(set.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
   });
+}
+
+ShardHeader expected_shard_header(const Manifest& m, const std::string& split, std::size_t shard) {
+  const SplitInfo& s = m.split(split);
+  DPTRAIN_CHECK(shard < s.shards.size(), "split '", split, "' has ", s.shards.size(), " shards, not ", shard + 1);
+  ShardHeader h;
+  h.split = split;
+  h.shard_index = static_cast<std::int64_t>(shard);
+  h.shard_count = static_cast<std::int64_t>(s.shards.size());
+  h.first_sample = s.shards[shard].first_sample;
+  h.samples = s.shards[shard].samples;
+  h.height = m.height;
+  h.width = m.width;
+  h.channels = m.channels;
+  h.encoding = m.encoding;
+  h.classes = m.class_count();
+  return h;
 }
 
 ShardHeader read_shard_header(const std::string& path) {
@@ -121,9 +148,9 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
   check_field(path, "encoding", h.encoding, expected.encoding);
   check_field(path, "classes", h.classes, expected.classes);
 
-  file_ = h5::open_file(path);
+  file_h5_ = h5::open_file(path);
   {
-    h5::Handle labels = h5::open_dataset(file_.id(), "labels", path);
+    h5::Handle labels = h5::open_dataset(file_h5_.id(), "labels", path);
     const auto dims = h5::dataset_dims(labels.id());
     DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples, path,
                   ": 'labels' does not hold one label for each of the ", h.samples, " samples");
@@ -139,23 +166,92 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
   // A chunk cache of about one batch of images: every image is one chunk, read once per epoch.
   H5_CHECK(H5Pset_chunk_cache(access.id(), 521, cache_bytes, 1.0));
   const char* name = raw ? "images" : "jpeg";
-  DPTRAIN_CHECK(H5Lexists(file_.id(), name, H5P_DEFAULT) > 0, path, ": has no dataset '", name, "'");
-  data_ = h5::Handle(H5_CHECK(H5Dopen2(file_.id(), name, access.id())), H5Dclose);
+  DPTRAIN_CHECK(H5Lexists(file_h5_.id(), name, H5P_DEFAULT) > 0, path, ": has no dataset '", name, "'");
+  data_ = h5::Handle(H5_CHECK(H5Dopen2(file_h5_.id(), name, access.id())), H5Dclose);
   const auto dims = h5::dataset_dims(data_.id());
   if (raw) {
     DPTRAIN_CHECK(dims.size() == 4 && static_cast<std::int64_t>(dims[0]) == h.samples &&
                       static_cast<std::int64_t>(dims[1]) == h.height && static_cast<std::int64_t>(dims[2]) == h.width &&
                       static_cast<std::int64_t>(dims[3]) == h.channels,
                   path, ": 'images' is not ", h.samples, "x", h.height, "x", h.width, "x", h.channels);
+    open_direct_path();
   } else {
     DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples, path,
                   ": 'jpeg' does not hold ", h.samples, " images");
+    read_path_ = "HDF5 (H5Dread under the lock): JPEG bytes are variable-length";
+    // One element (an hvl_t) at a time is converted; the default 1 MB buffer, calloc'ed for every
+    // H5Dread, cost a sixth of a JPEG sample's time.
+    transfer_ = h5::Handle(H5_CHECK(H5Pcreate(H5P_DATASET_XFER)), H5Pclose);
+    H5_CHECK(H5Pset_buffer(transfer_.id(), 4096, nullptr, nullptr));
+    const hsize_t one[1] = {1};
+    jpeg_type_ = h5::Handle(H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
+    jpeg_memory_ = h5::Handle(H5_CHECK(H5Screate_simple(1, one, nullptr)), H5Sclose);
+    jpeg_file_space_ = h5::Handle(H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
   }
+}
+
+ShardReader::~ShardReader() = default;
+
+std::uint64_t ShardReader::sample_bytes() const {
+  return static_cast<std::uint64_t>(header_.height) * static_cast<std::uint64_t>(header_.width) *
+         static_cast<std::uint64_t>(header_.channels);
+}
+
+void ShardReader::open_direct_path() {
+  const std::uint64_t bytes = sample_bytes();
+  auto file = std::make_shared<SampleFile>(path_);
+  ChunkOffsets found = find_chunk_offsets(file_h5_.id(), data_.id(), header_.samples, bytes, file->size());
+  if (found.direct()) {
+    // One sample read both ways: chunk addresses that HDF5 reports relative to something else than
+    // the file's first byte would show here, before any training reads a wrong pixel.
+    std::vector<std::uint8_t> through_hdf5(bytes), direct(bytes);
+    read_image_hdf5(0, through_hdf5.data());
+    file->read(found.offsets[0], bytes, direct.data(), "sample 0");
+    if (through_hdf5 != direct) found = ChunkOffsets{{}, "chunk offsets do not give HDF5's bytes"};
+  }
+  if (!found.direct()) {
+    read_path_ = "HDF5 (H5Dread under the lock): " + found.fallback_reason;
+    return;
+  }
+  offsets_ = std::move(found.offsets);
+  file_size_ = file->size();
+  file_ = std::move(file);
+  read_path_ = kDirectReadPath;
+  // HDF5 is done with: no HDF5 id stays open for this shard, however many shards a run touches.
+  data_.close();
+  file_h5_.close();
+}
+
+void DirectRead::read(void* out) const { file->read(offset, bytes, out, "a sample's bytes"); }
+
+DirectRead ShardReader::direct_read(std::int64_t i) {
+  DPTRAIN_CHECK(reads_directly(), path_, ": direct_read on a shard read through HDF5");
+  DPTRAIN_CHECK(i >= 0 && i < header_.samples, path_, ": sample ", i, " is outside the shard");
+  if (!file_) {
+    auto file = std::make_shared<SampleFile>(path_);
+    DPTRAIN_CHECK(file->size() == file_size_, path_, ": the shard changed while training read it (", file_size_,
+                  " bytes when opened, now ", file->size(), ")");
+    file_ = std::move(file);
+  }
+  return DirectRead{file_, offsets_[static_cast<std::size_t>(i)], sample_bytes()};
+}
+
+void ShardReader::close_file() {
+  if (reads_directly()) file_.reset();
 }
 
 void ShardReader::read_image(std::int64_t i, std::uint8_t* out) const {
   DPTRAIN_CHECK(header_.encoding == "raw", path_, ": read_image on a jpeg shard");
   DPTRAIN_CHECK(i >= 0 && i < header_.samples, path_, ": sample ", i, " is outside the shard");
+  if (reads_directly()) {
+    const std::shared_ptr<const SampleFile> file = file_ ? file_ : std::make_shared<const SampleFile>(path_);
+    DirectRead{file, offsets_[static_cast<std::size_t>(i)], sample_bytes()}.read(out);
+    return;
+  }
+  read_image_hdf5(i, out);
+}
+
+void ShardReader::read_image_hdf5(std::int64_t i, std::uint8_t* out) const {
   const hsize_t start[4] = {static_cast<hsize_t>(i), 0, 0, 0};
   const hsize_t count[4] = {1, static_cast<hsize_t>(header_.height), static_cast<hsize_t>(header_.width),
                             static_cast<hsize_t>(header_.channels)};
@@ -169,14 +265,17 @@ std::vector<std::uint8_t> ShardReader::read_jpeg(std::int64_t i) const {
   DPTRAIN_CHECK(header_.encoding == "jpeg", path_, ": read_jpeg on a raw shard");
   DPTRAIN_CHECK(i >= 0 && i < header_.samples, path_, ": sample ", i, " is outside the shard");
   const hsize_t start[1] = {static_cast<hsize_t>(i)}, count[1] = {1};
-  h5::Handle file_space(H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
-  H5_CHECK(H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
-  h5::Handle memory(H5_CHECK(H5Screate_simple(1, count, nullptr)), H5Sclose);
-  h5::Handle type(H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
+  H5_CHECK(H5Sselect_hyperslab(jpeg_file_space_.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
   hvl_t row{};
-  H5_CHECK(H5Dread(data_.id(), type.id(), memory.id(), file_space.id(), H5P_DEFAULT, &row));
-  std::vector<std::uint8_t> bytes(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);
-  H5_CHECK(H5Dvlen_reclaim(type.id(), memory.id(), H5P_DEFAULT, &row));
+  H5_CHECK(H5Dread(data_.id(), jpeg_type_.id(), jpeg_memory_.id(), jpeg_file_space_.id(), transfer_.id(), &row));
+  std::vector<std::uint8_t> bytes;
+  try {
+    bytes.assign(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);
+  } catch (...) {
+    H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row);  // already failing: only free
+    throw;
+  }
+  H5_CHECK(H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row));
   return bytes;
 }
 

@@ -3,10 +3,12 @@
 // bytes), `labels` (int32 N), and root attributes that repeat the geometry, the split, the shard's
 // index and its first global sample, so a shard describes itself. Documented in datasets/README.md.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dptrain/data/hdf5_handle.hpp"
+#include "dptrain/data/manifest.hpp"
 
 namespace dptrain::data {
 
@@ -23,32 +25,82 @@ struct ShardHeader {
   bool operator==(const ShardHeader&) const = default;
 };
 
+// How a raw shard's `images` are chunked. The converter's layout (one image per chunk, no filter) is
+// the one the loader reads without HDF5; the others exist so that tests cover the fallback.
+struct RawShardLayout {
+  int images_per_chunk = 1;
+  int gzip_level = 0;  // 0: no filter
+};
+
 // Writes a complete shard to `path` (through `path.tmp` and a rename, so a crash never leaves a
 // half-written shard under the final name). Raw: `pixels` holds samples*H*W*C bytes.
 void write_raw_shard(const std::string& path, const ShardHeader& header, const std::uint8_t* pixels,
-                     const std::int32_t* labels);
+                     const std::int32_t* labels, const RawShardLayout& layout = {});
 void write_jpeg_shard(const std::string& path, const ShardHeader& header,
                       const std::vector<std::vector<std::uint8_t>>& jpegs, const std::int32_t* labels);
 
+class SampleFile;
+
+// Where one sample's bytes are, in a file opened for pread: read it with no lock held.
+struct DirectRead {
+  std::shared_ptr<const SampleFile> file;
+  std::uint64_t offset = 0, bytes = 0;
+  void read(void* out) const;
+};
+
 // Reads one shard after checking every attribute and size against what the manifest says, before
 // allocating anything; a mismatch is an Error naming the file and the field.
+//
+// Raw shards in the converter's layout are read with pread at chunk offsets found when the shard is
+// opened (reads_directly()): the constructor then closes the shard's HDF5 ids, and keeps only the
+// offsets, the labels and a descriptor (which close_file() gives back and direct_read() reopens).
+// Every other layout, and JPEG shards, read through H5Dread. Every member function but
+// DirectRead::read needs the caller to hold h5::global_mutex() when other threads use HDF5 or the
+// reader.
 class ShardReader {
  public:
   ShardReader(const std::string& path, const ShardHeader& expected, std::size_t cache_bytes = 8 << 20);
+  ~ShardReader();
   const ShardHeader& header() const { return header_; }
   const std::vector<std::int32_t>& labels() const { return labels_; }
+  bool reads_directly() const { return !offsets_.empty(); }
+  // How samples are read, for logs and `data verify`: "pread at chunk offsets" or "HDF5 (H5Dread
+  // under the lock): <why>".
+  const std::string& read_path() const { return read_path_; }
   // Sample i (0-based within the shard) as H*W*C bytes (raw shards).
   void read_image(std::int64_t i, std::uint8_t* out) const;
+  // Sample i's place in the file (reads_directly() only), the file opened again if it was closed.
+  DirectRead direct_read(std::int64_t i);
+  // Closes the descriptor of a direct reader (the samples in flight keep theirs); a later
+  // direct_read() opens it again. Nothing for an HDF5 reader.
+  void close_file();
+  bool file_open() const { return file_ != nullptr || data_.id() >= 0; }
   // Sample i's encoded bytes (jpeg shards).
   std::vector<std::uint8_t> read_jpeg(std::int64_t i) const;
   const std::string& path() const { return path_; }
 
  private:
+  void read_image_hdf5(std::int64_t i, std::uint8_t* out) const;
+  void open_direct_path();
+  std::uint64_t sample_bytes() const;
+
   std::string path_;
   ShardHeader header_;
-  h5::Handle file_, data_;
+  h5::Handle file_h5_, data_;
+  // JPEG reads, made once: a small conversion buffer (HDF5 zeroes its default 1 MB on every read),
+  // the vlen type, a one-element memory space and the file space whose selection each read moves.
+  h5::Handle transfer_, jpeg_type_, jpeg_memory_, jpeg_file_space_;
   std::vector<std::int32_t> labels_;
+  std::vector<std::uint64_t> offsets_;  // per sample, where its bytes start (direct readers)
+  std::uint64_t file_size_ = 0;         // of the file the offsets were checked against
+  std::shared_ptr<const SampleFile> file_;  // direct readers: open descriptor, or null
+  std::string read_path_;
 };
+
+inline constexpr const char* kDirectReadPath = "pread at chunk offsets";
+
+// The header the manifest promises for shard `shard` of split `split` (what ShardReader checks).
+ShardHeader expected_shard_header(const Manifest& manifest, const std::string& split, std::size_t shard);
 
 // The header stored in a shard file, read without validation (for `dptrain data verify`).
 ShardHeader read_shard_header(const std::string& path);

@@ -34,6 +34,18 @@ int fair_thread_count(const Topology& topology) {
   return std::max(1, cpu_count(me.cpu_set) / std::max(sharing, 1));
 }
 
+int compute_threads_in_use() {
+#if DPTRAIN_HAVE_OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+int spare_threads(const Topology& topology, int compute_threads) {
+  return std::max(1, fair_thread_count(topology) - std::max(compute_threads, 0));
+}
+
 int set_compute_threads(const Topology& topology) {
 #if DPTRAIN_HAVE_OPENMP
   if (const char* fixed = std::getenv("OMP_NUM_THREADS"); fixed && *fixed) return omp_get_max_threads();

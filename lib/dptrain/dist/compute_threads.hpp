@@ -18,4 +18,11 @@ int fair_thread_count(const Topology& topology);
 // Applies fair_thread_count() to OpenMP unless OMP_NUM_THREADS is set; returns the count in use.
 int set_compute_threads(const Topology& topology);
 
+// The threads OpenMP computes with now (1 without OpenMP).
+int compute_threads_in_use();
+
+// Data-loading threads `topology.self()` can spare: its share of its CPU set (as fair_thread_count)
+// less `compute_threads`, at least 1.
+int spare_threads(const Topology& topology, int compute_threads);
+
 }  // namespace dptrain::dist

@@ -141,19 +141,7 @@ ExpectedByClass expected_by_class(const fs::path& source, const std::string& fol
 }
 
 data::ShardHeader header_from_manifest(const data::Manifest& m, const std::string& split, std::size_t shard) {
-  const data::SplitInfo& s = m.split(split);
-  data::ShardHeader h;
-  h.split = split;
-  h.shard_index = static_cast<std::int64_t>(shard);
-  h.shard_count = static_cast<std::int64_t>(s.shards.size());
-  h.first_sample = s.shards[shard].first_sample;
-  h.samples = s.shards[shard].samples;
-  h.height = m.height;
-  h.width = m.width;
-  h.channels = m.channels;
-  h.encoding = m.encoding;
-  h.classes = m.class_count();
-  return h;
+  return data::expected_shard_header(m, split, shard);
 }
 
 struct StoredSample {

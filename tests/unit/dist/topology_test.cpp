@@ -56,4 +56,9 @@ TEST_CASE("ranks sharing one CPU set divide it") {
   CHECK(fair_thread_count(bound) == 4);
   const Topology crowded = place_ranks(0, {"n", "n", "n"}, std::vector<std::string>(3, "0-1"), {}, 0, 0);
   CHECK(fair_thread_count(crowded) == 1);
+  // Loader threads: the rank's share of its CPUs less its compute threads, at least 1.
+  CHECK(spare_threads(bound, 1) == 3);    // a GPU rank bound to 4 cores
+  CHECK(spare_threads(bound, 4) == 1);    // a CPU rank computing on all 4
+  CHECK(spare_threads(shared, 0) == 2);
+  CHECK(spare_threads(crowded, 1) == 1);
 }

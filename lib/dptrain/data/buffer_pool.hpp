@@ -1,0 +1,35 @@
+#pragma once
+// Host buffers of one size, handed out again once their last user lets go. A batch of 64 ImageNet
+// crops is 38 MB: freshly allocated for every batch, glibc maps it anew and the loader's threads
+// spend a third of their time in page faults on first touch. Recycled, its pages stay mapped.
+// The pool outlives the buffers it gave out (each holds a reference), so a batch may outlive the
+// loader that made it.
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace dptrain::data {
+
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  // `keep`: free buffers kept for reuse; more than that are given back to the system.
+  static std::shared_ptr<BufferPool> create(std::size_t bytes, std::size_t keep);
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // A 64-byte aligned buffer of the pool's size (contents undefined); it returns to the pool when
+  // the last copy of the pointer goes.
+  std::shared_ptr<void> take();
+
+ private:
+  BufferPool(std::size_t bytes, std::size_t keep) : bytes_(bytes), keep_(keep) {}
+  void give_back(void* buffer);
+
+  std::size_t bytes_, keep_;
+  std::mutex mutex_;
+  std::vector<void*> free_;
+};
+
+}  // namespace dptrain::data

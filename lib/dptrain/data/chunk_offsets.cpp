@@ -1,0 +1,102 @@
+#include "dptrain/data/chunk_offsets.hpp"
+
+#include "dptrain/core/check_hdf5.hpp"
+#include "dptrain/core/error.hpp"
+#include "dptrain/data/hdf5_handle.hpp"
+
+namespace dptrain::data {
+namespace {
+ChunkOffsets fallback(std::string reason) {
+  ChunkOffsets result;
+  result.fallback_reason = std::move(reason);
+  return result;
+}
+
+constexpr std::uint64_t kUnset = ~std::uint64_t{0};
+
+struct ChunkScan {
+  ChunkOffsets* result;
+  std::uint64_t sample_bytes, file_size;
+  std::string reason;  // set: not readable directly
+};
+
+// One chunk: its first coordinate is its sample. Checked here, once: a corrupt index must not make
+// pread read past the end of the file.
+int on_chunk(const hsize_t* offset, unsigned filter_mask, haddr_t address, hsize_t size, void* data) {
+  auto& scan = *static_cast<ChunkScan*>(data);
+  const hsize_t i = offset[0];
+  std::vector<std::uint64_t>& offsets = scan.result->offsets;
+  if (address == HADDR_UNDEF) {
+    scan.reason = detail::concat("sample ", i, "'s chunk is not allocated");
+  } else if (filter_mask != 0 || size != scan.sample_bytes) {
+    scan.reason = detail::concat("sample ", i, "'s chunk is not raw");
+  } else if (i >= offsets.size() || offsets[i] != kUnset) {
+    scan.reason = detail::concat("the chunk index lists sample ", i, " twice or outside the dataset");
+  } else if (address > scan.file_size || size > scan.file_size - address) {
+    scan.reason = detail::concat("sample ", i, "'s chunk at byte ", address, " (", size,
+                                 " bytes) lies beyond the end of the file (", scan.file_size,
+                                 " bytes): the shard is truncated or corrupt");
+  } else {
+    offsets[i] = address;
+    return 0;
+  }
+  return 1;  // stop: H5_ITER_STOP
+}
+}  // namespace
+
+ChunkOffsets find_chunk_offsets(hid_t file, hid_t dataset, std::int64_t samples, std::uint64_t sample_bytes,
+                                std::uint64_t file_size) {
+  {
+    h5::Handle type(H5_CHECK(H5Dget_type(dataset)), H5Tclose);
+    if (H5_CHECK(H5Tget_class(type.id())) != H5T_INTEGER || H5Tget_size(type.id()) != 1) {
+      return fallback("the pixels are not stored as bytes");
+    }
+  }
+  {
+    // Chunk addresses are relative to the base address, which a user block moves.
+    h5::Handle create(H5_CHECK(H5Fget_create_plist(file)), H5Pclose);
+    hsize_t user_block = 0;
+    H5_CHECK(H5Pget_userblock(create.id(), &user_block));
+    if (user_block != 0) return fallback("the file has a user block");
+  }
+  h5::Handle create(H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
+  if (H5_CHECK(H5Pget_layout(create.id())) != H5D_CHUNKED) return fallback("the images are not chunked");
+  if (H5_CHECK(H5Pget_nfilters(create.id())) != 0) return fallback("the chunks are filtered (compressed)");
+  const std::vector<hsize_t> dims = h5::dataset_dims(dataset);
+  if (dims.size() != 4) return fallback("the images are not N x H x W x C");
+  hsize_t chunk[4] = {0, 0, 0, 0};
+  if (H5_CHECK(H5Pget_chunk(create.id(), 4, chunk)) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
+      chunk[2] != dims[2] || chunk[3] != dims[3]) {
+    return fallback("a chunk is not exactly one image");
+  }
+  if (static_cast<std::int64_t>(dims[0]) != samples || dims[1] * dims[2] * dims[3] != sample_bytes) {
+    return fallback("the dataset's shape is not the shard's");
+  }
+  ChunkOffsets result;
+  result.offsets.assign(static_cast<std::size_t>(samples), kUnset);
+  ChunkScan scan{&result, sample_bytes, file_size, {}};
+#if H5_VERSION_GE(1, 14, 3)
+  // One pass over the chunk index (from 1.14.3 the callback has this signature and gives offsets in
+  // elements; with one image per chunk, offset[0] is the sample).
+  H5_CHECK(H5Dchunk_iter(dataset, H5P_DEFAULT, on_chunk, &scan));
+#else
+  // Older HDF5 (Debian's 1.10) has no usable chunk iteration, and each look-up walks the index, so a
+  // shard of N images costs O(N^2) here, once per shard and run, under the HDF5 lock (measured:
+  // about 80 us a look-up at 15,000 images; ImageNet's 1,250-image shards take milliseconds).
+  for (std::int64_t i = 0; i < samples && scan.reason.empty(); ++i) {
+    const hsize_t coordinate[4] = {static_cast<hsize_t>(i), 0, 0, 0};
+    unsigned filter_mask = 0;
+    haddr_t address = HADDR_UNDEF;
+    hsize_t size = 0;
+    H5_CHECK(H5Dget_chunk_info_by_coord(dataset, coordinate, &filter_mask, &address, &size));
+    on_chunk(coordinate, filter_mask, address, size, &scan);
+  }
+#endif
+  if (!scan.reason.empty()) return fallback(scan.reason);
+  for (std::size_t i = 0; i < result.offsets.size(); ++i) {
+    if (result.offsets[i] == kUnset) return fallback(detail::concat("sample ", i, "'s chunk is not allocated"));
+  }
+  return result;
+}
+
+}  // namespace dptrain::data

@@ -1,0 +1,226 @@
+// How shards are read: pread at chunk offsets for the converter's layout, H5Dread under the lock for
+// every other, the same pixels either way; recycled batch buffers; JPEG decode at reduced scale.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+
+#include "dptrain/data/buffer_pool.hpp"
+#include "dptrain/data/jpeg.hpp"
+#include "dptrain/data/loader.hpp"
+#include "dptrain/data/manifest.hpp"
+#include "dptrain/data/shard.hpp"
+
+using namespace dptrain;
+using namespace dptrain::data;
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+namespace {
+constexpr int kClasses = 4, kSide = 12, kChannels = 3;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() /
+           ("dptrain_read_path_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+};
+
+std::uint8_t pixel(std::int64_t sample, int y, int x, int c) {
+  return static_cast<std::uint8_t>((sample * 67 + c * 85 + y * 13 + x * 3) % 256);
+}
+
+// Four shards of 7, 5, 9 and 6 samples of 12x12x3, raw, written with `layout`; a mean and std that
+// are not 0 and 1, so normalisation is exercised.
+Manifest write_dataset(const fs::path& dir, const RawShardLayout& layout) {
+  const std::vector<std::int64_t> sizes = {7, 5, 9, 6};
+  Manifest m;
+  m.name = "read-path-test";
+  for (int k = 0; k < kClasses; ++k) m.classes.push_back(ClassInfo{k, std::to_string(k), "class " + std::to_string(k)});
+  m.height = m.width = kSide;
+  m.channels = kChannels;
+  m.encoding = "raw";
+  m.mean = {100.5, 120.25, 90.0};
+  m.stddev = {60.0, 61.5, 59.25};
+  SplitInfo split;
+  const int count = static_cast<int>(sizes.size());
+  for (int s = 0; s < count; ++s) {
+    ShardHeader h;
+    h.split = "train";
+    h.shard_index = s;
+    h.shard_count = count;
+    h.first_sample = split.samples;
+    h.samples = sizes[static_cast<std::size_t>(s)];
+    h.height = h.width = kSide;
+    h.channels = kChannels;
+    h.encoding = "raw";
+    h.classes = kClasses;
+    std::vector<std::uint8_t> pixels;
+    std::vector<std::int32_t> labels;
+    for (std::int64_t i = 0; i < h.samples; ++i) {
+      const std::int64_t sample = h.first_sample + i;
+      for (int y = 0; y < kSide; ++y)
+        for (int x = 0; x < kSide; ++x)
+          for (int c = 0; c < kChannels; ++c) pixels.push_back(pixel(sample, y, x, c));
+      labels.push_back(static_cast<std::int32_t>(sample % kClasses));
+    }
+    const std::string file = shard_file_name("train", s, count);
+    const std::string path = (dir / file).string();
+    write_raw_shard(path, h, pixels.data(), labels.data(), layout);
+    split.shards.push_back(ShardInfo{file, h.samples, h.first_sample, file_checksum(path)});
+    split.samples += h.samples;
+  }
+  m.splits["train"] = split;
+  m.write(dir.string());
+  return m;
+}
+
+ShardHeader expected_header(const Manifest& m, int shard) {
+  return expected_shard_header(m, "train", static_cast<std::size_t>(shard));
+}
+
+LoaderConfig training(int threads, int max_open_shards) {
+  LoaderConfig c;
+  c.batch = 5;
+  c.crop = 9;
+  c.pad = 2;
+  c.flip = true;
+  c.seed = 42;
+  c.threads = threads;
+  c.max_open_shards = max_open_shards;
+  return c;
+}
+
+// Two epochs and a bit of training batches, as bytes.
+std::vector<std::vector<std::uint8_t>> batches_of(const Manifest& m, const fs::path& dir, const LoaderConfig& c,
+                                                  std::string* read_path = nullptr) {
+  Loader loader(m, dir.string(), c);
+  std::vector<std::vector<std::uint8_t>> out;
+  for (std::int64_t s = 0; s < 2 * loader.steps_per_epoch() + 1; ++s) {
+    const Batch b = loader.next();
+    const auto* images = static_cast<const std::uint8_t*>(b.images.raw());
+    const auto* labels = static_cast<const std::uint8_t*>(b.labels.raw());
+    std::vector<std::uint8_t> bytes(images, images + b.images.bytes());
+    bytes.insert(bytes.end(), labels, labels + b.labels.bytes());
+    out.push_back(std::move(bytes));
+  }
+  if (read_path) *read_path = loader.read_path();
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the converter's layout is read with pread; other layouts through HDF5, naming why", "[data][read_path]") {
+  TempDir one, several, gzip;
+  const Manifest m1 = write_dataset(one.path, RawShardLayout{});
+  const Manifest m3 = write_dataset(several.path, RawShardLayout{3, 0});
+  const Manifest mz = write_dataset(gzip.path, RawShardLayout{1, 4});
+  const auto reader = [](const Manifest& m, const fs::path& dir) {
+    return ShardReader((dir / m.split("train").shards[2].file).string(), expected_header(m, 2));
+  };
+  const ShardReader direct = reader(m1, one.path), chunked = reader(m3, several.path), compressed = reader(mz, gzip.path);
+  CHECK(direct.reads_directly());
+  CHECK(direct.read_path() == kDirectReadPath);
+  CHECK_FALSE(chunked.reads_directly());
+  CHECK_THAT(chunked.read_path(), Contains("H5Dread") && Contains("not exactly one image"));
+  CHECK_FALSE(compressed.reads_directly());
+  CHECK_THAT(compressed.read_path(), Contains("H5Dread") && Contains("filtered"));
+  // Every sample the same bytes, whichever way it is read.
+  const std::size_t bytes = kSide * kSide * kChannels;
+  for (std::int64_t i = 0; i < direct.header().samples; ++i) {
+    std::vector<std::uint8_t> a(bytes), b(bytes), c(bytes);
+    direct.read_image(i, a.data());
+    chunked.read_image(i, b.data());
+    compressed.read_image(i, c.data());
+    REQUIRE(a == b);
+    REQUIRE(a == c);
+    CHECK(a[5] == pixel(direct.header().first_sample + i, 0, 1, 2));
+  }
+}
+
+TEST_CASE("training batches are bit-identical on the pread path and on the HDF5 fallback", "[data][read_path]") {
+  TempDir one, several, gzip;
+  const Manifest m1 = write_dataset(one.path, RawShardLayout{});
+  const Manifest m3 = write_dataset(several.path, RawShardLayout{4, 0});
+  const Manifest mz = write_dataset(gzip.path, RawShardLayout{2, 6});
+  std::string p1, p3, pz;
+  const auto direct = batches_of(m1, one.path, training(2, 0), &p1);
+  CHECK(p1 == kDirectReadPath);
+  CHECK(batches_of(m3, several.path, training(2, 0), &p3) == direct);
+  CHECK_THAT(p3, Contains("H5Dread"));
+  CHECK(batches_of(mz, gzip.path, training(1, 0), &pz) == direct);
+  CHECK_THAT(pz, Contains("filtered"));
+}
+
+TEST_CASE("shards closed and reopened (one open at a time) give the same batches", "[data][read_path]") {
+  TempDir one, gzip;
+  const Manifest m1 = write_dataset(one.path, RawShardLayout{});
+  const Manifest mz = write_dataset(gzip.path, RawShardLayout{1, 1});
+  const auto reference = batches_of(m1, one.path, training(1, 0));
+  CHECK(batches_of(m1, one.path, training(3, 1)) == reference);
+  CHECK(batches_of(mz, gzip.path, training(3, 1)) == reference);
+}
+
+TEST_CASE("a shard rewritten after its offsets were found is refused naming the file", "[data][read_path]") {
+  TempDir dir;
+  const Manifest m = write_dataset(dir.path, RawShardLayout{});
+  const std::string path = (dir.path / m.split("train").shards[0].file).string();
+  ShardReader reader(path, expected_header(m, 0));
+  REQUIRE(reader.reads_directly());
+  reader.close_file();
+  fs::resize_file(path, fs::file_size(path) / 2);
+  try {
+    reader.direct_read(0);
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Contains(path) && Contains("changed"));
+  }
+}
+
+TEST_CASE("batch buffers come back to the pool when the last user lets go", "[data][read_path]") {
+  auto pool = BufferPool::create(1000, 1);
+  void* first = nullptr;
+  {
+    std::shared_ptr<void> a = pool->take();
+    first = a.get();
+    REQUIRE(first != nullptr);
+    CHECK(reinterpret_cast<std::uintptr_t>(first) % 64 == 0);
+  }
+  std::shared_ptr<void> again = pool->take();
+  CHECK(again.get() == first);
+  std::shared_ptr<void> other = pool->take();
+  CHECK(other.get() != first);
+  pool.reset();  // buffers outlive the pool's owner
+  std::memset(other.get(), 1, 1000);
+}
+
+TEST_CASE("JPEG images at least twice the crop decode at reduced scale", "[data][jpeg]") {
+  CHECK(jpeg_scale_for(256, 256, 224) == JpegScale{1, 1});
+  CHECK(jpeg_scale_for(500, 375, 224) == JpegScale{1, 1});
+  CHECK(jpeg_scale_for(512, 683, 224) == JpegScale{1, 2});
+  CHECK(jpeg_scale_for(480, 480, 112) == JpegScale{1, 4});
+  CHECK(jpeg_scale_for(480, 480, 0) == JpegScale{1, 1});
+  CHECK(JpegScale{3, 8}.scaled(17) == 7);
+
+  Image image{32, 48, 3, {}};
+  for (int i = 0; i < 32 * 48 * 3; ++i) image.pixels.push_back(static_cast<std::uint8_t>((i * 7) % 251));
+  const std::vector<std::uint8_t> bytes = encode_jpeg(image, 95);
+  JpegDecoder decoder;
+  Image half, full;
+  decoder.decode(bytes.data(), bytes.size(), 3, JpegScale{1, 2}, "test", half);
+  decoder.decode(bytes.data(), bytes.size(), 3, JpegScale{}, "test", full);
+  CHECK(half.height == 16);
+  CHECK(half.width == 24);
+  CHECK(half.pixels.size() == 16u * 24u * 3u);
+  CHECK(full.pixels == decode_jpeg(bytes.data(), bytes.size(), 3, "test").pixels);
+}
