@@ -4,7 +4,7 @@
 #if DPTRAIN_HAVE_CUDA
 #include "dptrain/backend/cuda/cuda_backend.hpp"
 #include "dptrain/backend/cuda/device_query.hpp"
-#include "dptrain/dist/nccl_communicators.hpp"
+#include "dptrain/distributed/nccl_communicators.hpp"
 #endif
 
 namespace dptrain::app {
@@ -51,7 +51,7 @@ int visible_devices(const BackendOptions& o) {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(const BackendOptions& o, const dist::Job& job) {
+std::unique_ptr<Backend> make_backend(const BackendOptions& o, const distributed::Job& job) {
   const Precision precision = parse_precision(o.precision);
   if (o.backend == "cpu") {
     DPTRAIN_CHECK(precision == Precision::fp32, "--precision ", o.precision, " needs --backend cuda: the CPU "
@@ -69,11 +69,11 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& o, const dist::Job& 
 #endif
 }
 
-std::unique_ptr<dist::Communicator> make_gradient_communicator([[maybe_unused]] Backend& backend,
-                                                               [[maybe_unused]] const dist::Job& job) {
+std::unique_ptr<distributed::Communicator> make_gradient_communicator([[maybe_unused]] Backend& backend,
+                                                               [[maybe_unused]] const distributed::Job& job) {
 #if DPTRAIN_HAVE_CUDA
   if (!backend.device().is_cpu() && job.size() > 1) {
-    return dist::make_gpu_communicator(job.topology(), job.communicator_options(), backend.device().index);
+    return distributed::make_gpu_communicator(job.topology(), job.communicator_options(), backend.device().index);
   }
 #endif
   return nullptr;

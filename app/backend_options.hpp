@@ -7,8 +7,8 @@
 #include <CLI/CLI.hpp>
 
 #include "dptrain/backend/backend.hpp"
-#include "dptrain/dist/communicator.hpp"
-#include "dptrain/dist/job.hpp"
+#include "dptrain/distributed/communicator.hpp"
+#include "dptrain/distributed/job.hpp"
 #include "dptrain/net/memory_plan.hpp"
 #include "dptrain/train/loss_scaler.hpp"
 
@@ -29,11 +29,11 @@ void add_backend_options(CLI::App* cmd, BackendOptions& options, bool with_loss_
 int visible_devices(const BackendOptions& options);
 
 // The backend of this rank: the CPU, or its GPU (--device, else the one the topology chose).
-std::unique_ptr<Backend> make_backend(const BackendOptions& options, const dist::Job& job);
+std::unique_ptr<Backend> make_backend(const BackendOptions& options, const distributed::Job& job);
 
 // The communicator the gradients go through: NCCL (flat, or NCCL in the node and MPI between nodes)
 // for a GPU backend on several ranks; nullptr where the job's host communicator serves (CPU, one rank).
-std::unique_ptr<dist::Communicator> make_gradient_communicator(Backend& backend, const dist::Job& job);
+std::unique_ptr<distributed::Communicator> make_gradient_communicator(Backend& backend, const distributed::Job& job);
 
 LossScaleConfig loss_scale_config(const BackendOptions& options);
 

@@ -14,7 +14,7 @@
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/core/byte_size.hpp"
-#include "dptrain/dist/parameter_sync.hpp"
+#include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/memory_estimate.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/statistics.hpp"
@@ -33,7 +33,7 @@ struct BenchOptions {
   int classes = 1000;
   std::uint64_t seed = 1;
   std::string json;
-  dist::JobOptions dist;
+  distributed::JobOptions dist;
   BackendOptions device;
 };
 
@@ -47,8 +47,8 @@ std::size_t peak_memory_bytes(Backend& backend) {
 }
 
 int run_bench(const BenchOptions& o) {
-  dist::Job job(o.dist, visible_devices(o.device));
-  dist::Communicator& comm = job.communicator();
+  distributed::Job job(o.dist, visible_devices(o.device));
+  distributed::Communicator& comm = job.communicator();
   const int ranks = job.size(), global_batch = o.batch * ranks;
   std::ostream discard(nullptr);  // the other ranks print nothing
   std::ostream& out = job.is_root() ? std::cout : discard;
@@ -67,9 +67,9 @@ int run_bench(const BenchOptions& o) {
   trainer_config.schedule.global_batch = global_batch;
   trainer_config.loss_scale = loss_scale_config(o.device);
   Trainer trainer(*net, trainer_config);
-  dist::broadcast_parameters(*net, comm);
-  const std::unique_ptr<dist::Communicator> gradient_comm = make_gradient_communicator(*backend, job);
-  dist::GradientReducer reducer(*backend, gradient_comm ? *gradient_comm : comm, net->parameters(),
+  distributed::broadcast_parameters(*net, comm);
+  const std::unique_ptr<distributed::Communicator> gradient_comm = make_gradient_communicator(*backend, job);
+  distributed::GradientReducer reducer(*backend, gradient_comm ? *gradient_comm : comm, net->parameters(),
                                 job.reducer_config());
   reducer.attach(*net);
   trainer.set_gradient_sync([&] { reducer.synchronize(); });
@@ -83,7 +83,7 @@ int run_bench(const BenchOptions& o) {
       << " timed steps\n";
   if (ranks > 1) out << "gradients: " << reducer.communicator().name() << ", " << reducer.bucket_count() << " buckets\n";
   std::vector<double> step_seconds;
-  dist::ReducerStats before;
+  distributed::ReducerStats before;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     if (s == o.warmup) before = reducer.stats();
     const auto start = std::chrono::steady_clock::now();
@@ -95,11 +95,11 @@ int run_bench(const BenchOptions& o) {
         << " img/s\n";
   }
   // A step ends for the job when its slowest rank ends it.
-  comm.allreduce(step_seconds.data(), step_seconds.size(), dist::ElementType::f64, dist::ReduceOp::max);
+  comm.allreduce(step_seconds.data(), step_seconds.size(), distributed::ElementType::f64, distributed::ReduceOp::max);
   std::vector<double> rates;
   for (double seconds : step_seconds) rates.push_back(global_batch / seconds);
   const Summary rate = summarize(rates);
-  const dist::ReducerStats after = reducer.stats();
+  const distributed::ReducerStats after = reducer.stats();
   const double comm_seconds = after.communication_seconds - before.communication_seconds;
   const double hidden = comm_seconds > 0 ? std::max(0.0, 1.0 - (after.exposed_seconds - before.exposed_seconds) / comm_seconds) : 0.0;
   const double memory_mib = peak_device_mib(*backend);

@@ -4,14 +4,14 @@
 #include <string>
 
 #include "dptrain/data/manifest.hpp"
-#include "dptrain/dist/communicator.hpp"
+#include "dptrain/distributed/communicator.hpp"
 
 namespace dptrain::app {
 
 // Collective: `text` as rank 0 has it, on every rank.
-void broadcast_text(std::string& text, dist::Communicator& comm);
+void broadcast_text(std::string& text, distributed::Communicator& comm);
 
 // Collective: rank 0 reads DIR/manifest.json and sends it to the others.
-data::Manifest read_manifest(const std::string& directory, dist::Communicator& comm);
+data::Manifest read_manifest(const std::string& directory, distributed::Communicator& comm);
 
 }  // namespace dptrain::app

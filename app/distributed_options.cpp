@@ -1,6 +1,6 @@
 #include "distributed_options.hpp"
 
-#include "dptrain/dist/compute_threads.hpp"
+#include "dptrain/distributed/compute_threads.hpp"
 
 namespace dptrain::app {
 
@@ -11,13 +11,13 @@ void add_loader_threads_option(CLI::App* cmd, int& threads) {
       ->check(CLI::NonNegativeNumber);
 }
 
-int loader_threads(int requested, const dist::Job& job, bool on_gpu) {
+int loader_threads(int requested, const distributed::Job& job, bool on_gpu) {
   if (requested > 0) return requested;
-  const int compute = on_gpu ? 1 : job.compute_threads() > 0 ? job.compute_threads() : dist::compute_threads_in_use();
-  return dist::spare_threads(job.topology(), compute);
+  const int compute = on_gpu ? 1 : job.compute_threads() > 0 ? job.compute_threads() : distributed::compute_threads_in_use();
+  return distributed::spare_threads(job.topology(), compute);
 }
 
-void add_distributed_options(CLI::App* cmd, dist::JobOptions& o) {
+void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {
   const char* group = "Distributed (under srun or mpiexec)";
   cmd->add_option("--allreduce", o.allreduce,
                   "Gradient allreduce: auto (hierarchical on several nodes of several ranks), flat, or hierarchical "

@@ -17,7 +17,7 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/data/loader.hpp"
-#include "dptrain/dist/parameter_sync.hpp"
+#include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/evaluation.hpp"
 #include "dptrain/train/trainer.hpp"
@@ -28,7 +28,7 @@ namespace {
 struct EvalOptions {
   std::string checkpoint, data, split = "validation", json;
   int batch = 64, threads = 0;
-  dist::JobOptions dist;
+  distributed::JobOptions dist;
   BackendOptions device;
 };
 
@@ -107,8 +107,8 @@ void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Mani
 }
 
 int run_eval(const EvalOptions& o) {
-  dist::Job job(o.dist, visible_devices(o.device));
-  dist::Communicator& comm = job.communicator();
+  distributed::Job job(o.dist, visible_devices(o.device));
+  distributed::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
   manifest.split(o.split);  // an unknown split is an error naming the known ones, before any work
 
@@ -137,7 +137,7 @@ int run_eval(const EvalOptions& o) {
     ckpt::apply_state(*state, m.model, *net, trainer.optimizer());
     state.reset();
   }
-  dist::broadcast_parameters(*net, comm);  // the weights and batch-norm statistics; no momentum
+  distributed::broadcast_parameters(*net, comm);  // the weights and batch-norm statistics; no momentum
 
   data::LoaderConfig cfg;
   cfg.split = o.split;

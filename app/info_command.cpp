@@ -10,7 +10,7 @@
 #include "commands.hpp"
 #include "dptrain/core/check_hdf5.hpp"
 #include "dptrain/core/check_mpi.hpp"
-#include "dptrain/dist/job.hpp"
+#include "dptrain/distributed/job.hpp"
 
 #if DPTRAIN_HAVE_CUDA
 #include "dptrain/backend/cuda/device_query.hpp"
@@ -18,9 +18,9 @@
 
 namespace dptrain::app {
 namespace {
-int run_info(const dist::JobOptions& options) {
+int run_info(const distributed::JobOptions& options) {
   // Under srun or mpiexec every rank takes part, so the map shows where each one landed.
-  dist::Job job(options);
+  distributed::Job job(options);
   if (!job.is_root()) return 0;
   std::cout << "dptrain " << DPTRAIN_VERSION << " (built by " << DPTRAIN_BUILT_BY << ")\n";
   std::cout << describe_build();
@@ -28,11 +28,11 @@ int run_info(const dist::JobOptions& options) {
   std::cout << "oneDNN   " << dnnl->major << "." << dnnl->minor << "." << dnnl->patch << " (CPU runtime "
             << (dnnl->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other") << ")\n";
   unsigned h5_major = 0, h5_minor = 0, h5_release = 0;
-  H5_CHECK(H5get_libversion(&h5_major, &h5_minor, &h5_release));
+  DPTRAIN_H5_CHECK(H5get_libversion(&h5_major, &h5_minor, &h5_release));
   std::cout << "HDF5     " << h5_major << "." << h5_minor << "." << h5_release << "\n";
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;
-  MPI_CHECK(MPI_Get_library_version(mpi_version, &length));
+  DPTRAIN_MPI_CHECK(MPI_Get_library_version(mpi_version, &length));
   std::string mpi(mpi_version, static_cast<std::size_t>(length));
   if (auto cut = mpi.find_first_of(",\n"); cut != std::string::npos) mpi.resize(cut);
   std::cout << "MPI      " << mpi << "\n";
@@ -49,7 +49,7 @@ int run_info(const dist::JobOptions& options) {
 Command add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Print the versions of dptrain and the libraries it runs on, the GPUs it "
                                          "sees and, under srun or mpiexec, the map of ranks to nodes, GPUs and CPUs");
-  auto options = std::make_shared<dist::JobOptions>();
+  auto options = std::make_shared<distributed::JobOptions>();
   cmd->add_option("--ranks-per-node", options->ranks_per_node, "Treat each block of K consecutive ranks as one node")
       ->check(CLI::NonNegativeNumber);
   return [options] { return run_info(*options); };

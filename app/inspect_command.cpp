@@ -96,7 +96,10 @@ Command add_inspect_command(CLI::App& app) {
   cmd->add_option("--classes", o->classes, "Number of classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
   cmd->add_flag("--no-aux", o->no_aux, "Leave out the auxiliary classifiers (GoogLeNet, Inception-V3)");
   cmd->add_flag("--json", o->json, "Print a JSON summary instead of the table (of the model or the checkpoint)");
-  add_memory_query_options(cmd, o->memory);
+  for (CLI::Option* option : add_memory_query_options(cmd, o->memory)) {
+    checkpoint->excludes(option);
+    list->excludes(option);
+  }
   return [o] { return run_inspect(*o); };
 }
 

@@ -9,13 +9,13 @@
 #include "commands.hpp"
 #include "dptrain/core/crash_report.hpp"
 #include "dptrain/core/error.hpp"
-#include "dptrain/dist/launcher.hpp"
+#include "dptrain/distributed/launcher.hpp"
 
 namespace {
 // One clear line and a non-zero exit; in a multi-rank job every rank is ended with it, since the
 // others would otherwise wait in their next collective until the job's time limit.
 int fail(const std::string& message) {
-  if (dptrain::dist::in_multi_rank_job()) dptrain::dist::abort_job("error: " + message, 1);
+  if (dptrain::distributed::in_multi_rank_job()) dptrain::distributed::abort_job("error: " + message, 1);
   std::cerr << "dptrain: error: " << message << "\n";
   return 1;
 }

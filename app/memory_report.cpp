@@ -6,23 +6,28 @@
 
 namespace dptrain::app {
 
-void add_memory_query_options(CLI::App* cmd, MemoryQuery& q) {
-  cmd->add_option("--batch-size", q.batch, "Images per rank for the memory figures")
-      ->check(CLI::Range(1, 1 << 20))
-      ->capture_default_str();
-  cmd->add_option("--precision", q.precision, "Activation arithmetic: fp32, bf16 or fp16")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
-      ->capture_default_str();
-  cmd->add_option("--backend", q.backend,
-                  "Whose workspace to count: cpu, cuda (cuDNN workspace, CUDA context) or auto (cuda for bf16/fp16)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
-      ->capture_default_str();
-  cmd->add_option("--memory-limit", q.memory_limit,
-                  "Also print the largest batch per rank that fits this much memory (16GiB for a P100, 141GiB for an H200)");
-  cmd->add_option("--ranks", q.ranks, "Ranks in the job (2 or more adds the gradient buckets)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_flag("--inference", q.inference, "The forward-only plan that dptrain eval uses instead of training's");
+std::vector<CLI::Option*> add_memory_query_options(CLI::App* cmd, MemoryQuery& q) {
+  const char* group = "Memory (with --model)";
+  std::vector<CLI::Option*> added{
+      cmd->add_option("--batch-size", q.batch, "Images per rank for the memory figures")
+          ->check(CLI::Range(std::int64_t{1}, kMaxBatch))
+          ->capture_default_str(),
+      cmd->add_option("--precision", q.precision, "Activation arithmetic: fp32, bf16 or fp16")
+          ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+          ->capture_default_str(),
+      cmd->add_option("--backend", q.backend,
+                      "Whose workspace to count: cpu, cuda (cuDNN workspace, CUDA context) or auto (cuda for bf16/fp16)")
+          ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+          ->capture_default_str(),
+      cmd->add_option("--memory-limit", q.memory_limit,
+                      "Also print the largest batch per rank that fits this much memory (16GiB for a P100, 141GiB "
+                      "for an H200)"),
+      cmd->add_option("--ranks", q.ranks, "Ranks in the job (2 or more adds the gradient buckets)")
+          ->check(CLI::PositiveNumber)
+          ->capture_default_str(),
+      cmd->add_flag("--inference", q.inference, "The forward-only plan that dptrain eval uses instead of training's")};
+  for (CLI::Option* o : added) o->group(group);
+  return added;
 }
 
 MemoryReport memory_report(const std::string& model, ModelConfig config, const MemoryQuery& q) {
@@ -84,8 +89,9 @@ void print_memory_report(std::ostream& out, const MemoryReport& r) {
       << " planned, " << format_bytes(static_cast<double>(e.unplanned_activations + e.layer_state + e.inputs) / static_cast<double>(e.batch))
       << " with one buffer per tensor\n";
   if (r.limit) {
-    out << "largest batch per rank in " << format_bytes(static_cast<double>(r.limit)) << ": " << r.largest
-        << " (one buffer per tensor: " << r.largest_unplanned << ")\n";
+    auto batch = [](std::int64_t b) { return (b >= kMaxBatch ? "at least " : "") + std::to_string(b); };
+    out << "largest batch per rank in " << format_bytes(static_cast<double>(r.limit)) << ": " << batch(r.largest)
+        << " (one buffer per tensor: " << batch(r.largest_unplanned) << ")\n";
     if (r.largest == 0) out << "  not even one image fits: use a smaller model, --precision bf16, or more memory\n";
   }
 }

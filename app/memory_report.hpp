@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -15,7 +16,7 @@
 namespace dptrain::app {
 
 struct MemoryQuery {
-  int batch = 32;
+  std::int64_t batch = 32;
   std::string precision = "fp32";
   std::string backend = "auto";  // auto: cuda for bf16 and fp16 (the CPU trains in fp32 only), else cpu
   std::string memory_limit;      // empty: no limit asked
@@ -23,7 +24,8 @@ struct MemoryQuery {
   bool inference = false;        // the forward-only plan of `dptrain eval`
 };
 
-void add_memory_query_options(CLI::App* cmd, MemoryQuery& query);
+// Returns the options, so that the command can exclude them where they mean nothing.
+std::vector<CLI::Option*> add_memory_query_options(CLI::App* cmd, MemoryQuery& query);
 
 struct MemoryReport {
   std::string model;

@@ -10,11 +10,11 @@
 #include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/preemption.hpp"  // preemption_requested (train installs the handlers first)
 #include "dptrain/core/error.hpp"
-#include "dptrain/dist/parameter_sync.hpp"
+#include "dptrain/distributed/parameter_sync.hpp"
 
 namespace dptrain::app {
 
-RunCheckpoints::RunCheckpoints(CheckpointOptions options, dist::Communicator& comm, std::ostream& log)
+RunCheckpoints::RunCheckpoints(CheckpointOptions options, distributed::Communicator& comm, std::ostream& log)
     : options_(std::move(options)),
       comm_(comm),
       log_(log),
@@ -83,7 +83,7 @@ void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd) {
     ckpt::apply_state(*loaded_, model, net, sgd);
     loaded_.reset();  // the host copies are no longer needed
   }
-  dist::broadcast_training_state(net, sgd, comm_);
+  distributed::broadcast_training_state(net, sgd, comm_);
 }
 
 RunCheckpoints::Next RunCheckpoints::after_step(std::int64_t step, bool last_step) {
@@ -95,7 +95,7 @@ RunCheckpoints::Next RunCheckpoints::after_step(std::int64_t step, bool last_ste
     flags[2] = enabled() && !every_.never() && every_.due(step) ? 1 : 0;
   }
   if (options_.stop_at_step > 0 && step == options_.stop_at_step) flags[0] = 1;
-  comm_.allreduce(flags, 3, dist::ElementType::i64, dist::ReduceOp::max);
+  comm_.allreduce(flags, 3, distributed::ElementType::i64, distributed::ReduceOp::max);
   if (last_step) return enabled() ? Next::checkpoint : Next::train;
   if (flags[0] || flags[1]) {
     if (comm_.rank() == 0) {

@@ -14,7 +14,7 @@
 #include "dptrain/ckpt/checkpoint_every.hpp"
 #include "dptrain/ckpt/time_limit.hpp"
 #include "dptrain/ckpt/training_state.hpp"
-#include "dptrain/dist/communicator.hpp"
+#include "dptrain/distributed/communicator.hpp"
 
 namespace dptrain::app {
 
@@ -32,7 +32,7 @@ class RunCheckpoints {
  public:
   // The caller has installed the USR1/TERM handlers (ckpt::install_preemption_handlers), first thing,
   // so that a signal during start-up is kept for the first after_step().
-  RunCheckpoints(CheckpointOptions options, dist::Communicator& comm, std::ostream& log);
+  RunCheckpoints(CheckpointOptions options, distributed::Communicator& comm, std::ostream& log);
 
   // Collective. Once every rank has its USR1/TERM handlers (they are installed before anything else
   // in `dptrain train`), rank 0 creates --ready-file, if given: a batch script holds back a signal
@@ -58,7 +58,7 @@ class RunCheckpoints {
 
  private:
   CheckpointOptions options_;
-  dist::Communicator& comm_;
+  distributed::Communicator& comm_;
   std::ostream& log_;
   ckpt::CheckpointEvery every_;
   ckpt::TimeLimit limit_;

@@ -17,7 +17,7 @@
 #include "dptrain/ckpt/preemption.hpp"
 #include "dptrain/data/loader.hpp"
 #include "dptrain/data/manifest.hpp"
-#include "dptrain/dist/parameter_sync.hpp"
+#include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/evaluation.hpp"
 #include "dptrain/train/trainer.hpp"
@@ -40,7 +40,7 @@ struct TrainOptions {
   int crop = 0, pad = 0, threads = 0, log_every = 50;  // threads 0: what the rank can spare
   std::uint64_t seed = 1;
   bool batch_given = false;  // --batch-size on the command line (a resume keeps the global batch otherwise)
-  dist::JobOptions dist;
+  distributed::JobOptions dist;
   BackendOptions device;
   CheckpointOptions checkpoints;
 };
@@ -84,8 +84,8 @@ int run_train(const TrainOptions& o) {
   // First of all: a USR1/TERM from here on is remembered and honoured at the first step boundary
   // (checkpoint, exit 75) instead of killing the rank while MPI and the data are still starting.
   ckpt::install_preemption_handlers();
-  dist::Job job(o.dist, visible_devices(o.device));
-  dist::Communicator& comm = job.communicator();
+  distributed::Job job(o.dist, visible_devices(o.device));
+  distributed::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
   const data::SplitInfo& train_split = manifest.split("train");
   const bool has_validation = manifest.splits.contains("validation");
@@ -115,7 +115,7 @@ int run_train(const TrainOptions& o) {
   model.memory = memory_options(o.device, NetPurpose::training);
   auto net = build_model(o.model, *backend, model);
   net->initialize(o.seed);
-  dist::broadcast_parameters(*net, comm);
+  distributed::broadcast_parameters(*net, comm);
 
   data::LoaderConfig train_cfg;
   train_cfg.split = "train";
@@ -161,8 +161,8 @@ int run_train(const TrainOptions& o) {
                   "step ", total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
   }
   // Gradients go through NCCL on GPUs; metrics, checkpoints and control stay on the host communicator.
-  const std::unique_ptr<dist::Communicator> gradient_comm = make_gradient_communicator(*backend, job);
-  dist::GradientReducer reducer(*backend, gradient_comm ? *gradient_comm : comm, net->parameters(),
+  const std::unique_ptr<distributed::Communicator> gradient_comm = make_gradient_communicator(*backend, job);
+  distributed::GradientReducer reducer(*backend, gradient_comm ? *gradient_comm : comm, net->parameters(),
                                 job.reducer_config());
   reducer.attach(*net);
   trainer.set_gradient_sync([&] { reducer.synchronize(); });

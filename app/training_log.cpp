@@ -10,7 +10,7 @@
 
 namespace dptrain::app {
 
-TrainingLog::TrainingLog(dist::Communicator& comm, std::ostream& out, const std::string& metrics_path,
+TrainingLog::TrainingLog(distributed::Communicator& comm, std::ostream& out, const std::string& metrics_path,
                          std::int64_t total_steps, int global_batch)
     : comm_(comm), root_(comm.rank() == 0), out_(out), total_steps_(total_steps), global_batch_(global_batch) {
   if (root_ && !metrics_path.empty()) {
@@ -40,7 +40,7 @@ void TrainingLog::record_step(const StepResult& r, int batch, double seconds, do
 }
 
 void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double learning_rate,
-                                const dist::ReducerStats& comm_stats) {
+                                const distributed::ReducerStats& comm_stats) {
   // Sums over the ranks: loss of each rank's mean, correct, samples, data wait.
   double sums[4] = {loss_sum_, correct_, samples_, wait_};
   comm_.allreduce_sum(sums, 4);
@@ -59,7 +59,7 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
   for (double s : step_seconds) mean_step += s / ranks;
 
   double memory_mib = device_memory_ ? device_memory_() : -1;
-  if (device_memory_) comm_.allreduce(&memory_mib, 1, dist::ElementType::f64, dist::ReduceOp::max);
+  if (device_memory_) comm_.allreduce(&memory_mib, 1, distributed::ElementType::f64, distributed::ReduceOp::max);
 
   std::ostream& o = out_;
   o << "epoch " << epoch + 1 << "  step " << step << "/" << total_steps_ << "  loss " << std::fixed
@@ -121,7 +121,7 @@ void TrainingLog::report_epoch_end(std::int64_t epoch, int loader_threads) {
 }
 
 void TrainingLog::report_summary(const std::string& model, const std::string& dataset, int batch, std::int64_t steps,
-                                 double seconds, const Evaluation* last_eval, const dist::ReducerStats& comm_stats) {
+                                 double seconds, const Evaluation* last_eval, const distributed::ReducerStats& comm_stats) {
   double wait = total_wait_;
   comm_.allreduce_sum(&wait, 1);
   wait /= comm_.size();

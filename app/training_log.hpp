@@ -8,8 +8,8 @@
 #include <iosfwd>
 #include <string>
 
-#include "dptrain/dist/communicator.hpp"
-#include "dptrain/dist/gradient_reducer.hpp"
+#include "dptrain/distributed/communicator.hpp"
+#include "dptrain/distributed/gradient_reducer.hpp"
 #include "dptrain/train/evaluation.hpp"
 #include "dptrain/train/trainer.hpp"
 
@@ -18,7 +18,7 @@ namespace dptrain::app {
 class TrainingLog {
  public:
   // `out`: rank 0's stdout, a sink on the other ranks (the caller's, so its own lines go there too).
-  TrainingLog(dist::Communicator& comm, std::ostream& out, const std::string& metrics_path, std::int64_t total_steps,
+  TrainingLog(distributed::Communicator& comm, std::ostream& out, const std::string& metrics_path, std::int64_t total_steps,
               int global_batch);
 
   // What the window lines add when given: the backend and precision (summary JSON), the device memory
@@ -30,16 +30,16 @@ class TrainingLog {
   // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader.
   void record_step(const StepResult& result, int batch, double seconds, double data_wait);
   // Collective: every rank calls it at the same steps.
-  void report_window(std::int64_t epoch, std::int64_t step, double learning_rate, const dist::ReducerStats& comm_stats);
+  void report_window(std::int64_t epoch, std::int64_t step, double learning_rate, const distributed::ReducerStats& comm_stats);
   void report_evaluation(std::int64_t epoch, std::int64_t step, const Evaluation& e);
   // Collective, at the end of every epoch: warns (rank 0, stderr) when the ranks waited for data more
   // than 10% of the epoch's step time, with `loader_threads` in the advice.
   void report_epoch_end(std::int64_t epoch, int loader_threads);
   void report_summary(const std::string& model, const std::string& dataset, int batch, std::int64_t steps,
-                      double seconds, const Evaluation* last_eval, const dist::ReducerStats& comm_stats);
+                      double seconds, const Evaluation* last_eval, const distributed::ReducerStats& comm_stats);
 
  private:
-  dist::Communicator& comm_;
+  distributed::Communicator& comm_;
   bool root_;
   std::ostream& out_;
   std::ofstream metrics_;

@@ -8,15 +8,15 @@
 #include <cstdint>
 #include <vector>
 
-#include "dptrain/dist/launcher.hpp"
+#include "dptrain/distributed/launcher.hpp"
 
 namespace dptrain::datasets {
 
-using dist::launcher_world_size;
+using distributed::launcher_world_size;
 
 class MpiWorld {
  public:
-  // Initialises MPI (dist::MpiSession) when launcher_world_size() > 1 and MPI is not initialised yet.
+  // Initialises MPI (distributed::MpiSession) when launcher_world_size() > 1 and MPI is not initialised yet.
   MpiWorld();
   ~MpiWorld();  // finalises MPI if this object initialised it
   MpiWorld(const MpiWorld&) = delete;
@@ -38,7 +38,7 @@ class MpiWorld {
   [[noreturn]] void abort(int code) const;
 
  private:
-  dist::MpiSession session_;
+  distributed::MpiSession session_;
   bool active_ = false;  // more than one rank: collectives go through MPI
   int rank_ = 0, size_ = 1, local_size_ = 1;
   MPI_Comm comm_ = MPI_COMM_NULL;  // a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN

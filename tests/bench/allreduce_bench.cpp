@@ -17,14 +17,14 @@
 #include <vector>
 
 #include "dptrain/core/check_mpi.hpp"
-#include "dptrain/dist/gradient_reducer.hpp"
-#include "dptrain/dist/job.hpp"
+#include "dptrain/distributed/gradient_reducer.hpp"
+#include "dptrain/distributed/job.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/synthetic.hpp"
 #include "dptrain/train/trainer.hpp"
 
 using namespace dptrain;
-using namespace dptrain::dist;
+using namespace dptrain::distributed;
 
 namespace {
 double median(std::vector<double> v) {
@@ -34,13 +34,13 @@ double median(std::vector<double> v) {
 
 // The same time on every rank: the slowest rank's.
 double slowest(double seconds) {
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   return seconds;
 }
 
 template <typename Call>
 double time_once(Call&& call) {
-  MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  DPTRAIN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
   const double start = MPI_Wtime();
   call();
   return slowest(MPI_Wtime() - start);
@@ -62,7 +62,7 @@ void bandwidth_table(Job& job, Communicator* hierarchical) {
     std::vector<double> reference, flat, hier;
     for (int r = 0; r < reps + 1; ++r) {  // the first round warms up the buffers and connections
       const double a = time_once([&] {
-        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+        DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
       });
       const double b = time_once([&] { job.communicator().allreduce_sum(buffer.data(), count); });
       const double c = hierarchical ? time_once([&] { hierarchical->allreduce_sum(buffer.data(), count); }) : 0;
@@ -108,8 +108,8 @@ void overlap_report(Job& job, const std::string& model_name, int batch, int step
   const ReducerStats after = reducer.stats();
   double comm = after.communication_seconds - before.communication_seconds;
   double exposed = after.exposed_seconds - before.exposed_seconds;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &comm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &exposed, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &comm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &exposed, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
   if (job.is_root()) {
     std::printf("%s, batch %d per rank, %d steps, %zu buckets of up to %.0f MB (%.1f MB of gradients), overlap %s:\n"
                 "  step %.3f s, communication %.3f s per step, exposed %.3f s per step: %.0f%% hidden behind the "

@@ -23,6 +23,15 @@ h200=$(largest resnet50 141GiB bf16); echo "resnet50 bf16 141 GiB: $h200"
 old=$(field "$work/m.json" largest_batch_unplanned)
 (( old * 2 < h200 )) || fail "the old scheme's batch $old is not far below the planned $h200"
 
+# The inference plan at a limit far beyond this machine's memory: nothing is allocated to find it.
+"$dptrain" inspect --model googlenet --memory-limit 141GiB --inference --backend cuda --json > "$work/i.json" ||
+  fail "inspect --inference --memory-limit 141GiB failed"
+inference=$(field "$work/i.json" largest_batch)
+(( inference > h200 )) || fail "the forward-only plan fits only $inference images"
+"$dptrain" inspect --model lenet --memory-limit 100TB > "$work/huge.txt" || fail "a 100 TB limit failed"
+grep -q "largest batch per rank in .*: at least 1048576" "$work/huge.txt" || { cat "$work/huge.txt"; fail "a huge limit is not capped"; }
+expect_bad_combo() { if "$dptrain" inspect "$@" > /dev/null 2>&1; then fail "inspect $* succeeded"; fi; }
+
 # The human table names every part and the limit.
 "$dptrain" inspect --model googlenet --batch-size 64 --memory-limit 16G > "$work/t.txt" || fail "inspect table failed"
 for part in "parameters (fp32)" "optimizer state" "activations + gradients" "workspace" "total" "largest batch per rank in 16.0 GiB"; do
@@ -43,7 +52,20 @@ expect_error "unknown model" inspect --model vgg19 --memory-limit 16GiB
 "$dptrain" inspect --model resnet50 --memory-limit 100MiB --backend cuda > "$work/small.txt" || fail "a tiny limit failed"
 grep -q "not even one image fits" "$work/small.txt" || fail "a limit below one image does not say so"
 
-# bench: the peak it measured beside the plan, planned and with --no-memory-plan.
+expect_bad_combo --list --memory-limit 16GiB
+mkdir -p "$work/ckpt"
+expect_bad_combo "$work/ckpt" --batch-size 8
+
+# bench: the peak it measured beside the plan (within 20% on a model whose activations dominate),
+# planned and with --no-memory-plan.
+"$dptrain" bench --model googlenet --batch-size 8 --steps 1 --warmup 0 --json "$work/g.json" > /dev/null || fail "googlenet bench failed"
+python3 - "$work/g.json" <<'PY' || fail "googlenet's measured peak is not within 20% of the planned figure"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ratio = d["peak_memory_bytes"] / d["planned_memory_bytes"]
+print(f"googlenet batch 8: peak {d['peak_memory_bytes'] / 2**20:.0f} MiB, planned {d['planned_memory_bytes'] / 2**20:.0f} MiB, ratio {ratio:.2f}")
+sys.exit(0 if 0.8 <= ratio <= 1.2 else 1)
+PY
 "$dptrain" bench --model inception-mini --classes 10 --image-size 28 --batch-size 32 --steps 2 --warmup 1 \
   --json "$work/b.json" > "$work/b.txt" || fail "bench failed"
 grep -q "^peak memory: .* resident, planned" "$work/b.txt" || fail "bench prints no peak memory line"

@@ -9,12 +9,12 @@
 
 #include "dptrain/backend/cuda/check_cuda.hpp"
 #include "dptrain/backend/cuda/device_query.hpp"
-#include "dptrain/dist/launcher.hpp"
-#include "dptrain/dist/nccl_communicators.hpp"
+#include "dptrain/distributed/launcher.hpp"
+#include "dptrain/distributed/nccl_communicators.hpp"
 #include "mpi/mpi_testing.hpp"
 
 using namespace dptrain;
-using namespace dptrain::dist;
+using namespace dptrain::distributed;
 
 namespace {
 testing::MpiVerdict verdict;
@@ -22,11 +22,11 @@ testing::MpiVerdict verdict;
 void check_sum(Communicator& comm, std::size_t count) {
   std::vector<float> host = testing::rank_pattern(count, comm.rank());
   float* device = nullptr;
-  CUDA_CHECK(cudaMalloc(&device, count * sizeof(float)));
-  CUDA_CHECK(cudaMemcpy(device, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
+  DPTRAIN_CUDA_CHECK(cudaMalloc(&device, count * sizeof(float)));
+  DPTRAIN_CUDA_CHECK(cudaMemcpy(device, host.data(), count * sizeof(float), cudaMemcpyHostToDevice));
   comm.allreduce_sum(device, count);
-  CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost));
-  CUDA_CHECK(cudaFree(device));
+  DPTRAIN_CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost));
+  DPTRAIN_CUDA_CHECK(cudaFree(device));
   verdict.expect(testing::is_rank_pattern_sum(host, comm.size()), comm.name() + ": sum of " + std::to_string(count) + " floats on the GPU");
 }
 }  // namespace

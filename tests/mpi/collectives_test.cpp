@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "dptrain/dist/communicator.hpp"
-#include "dptrain/dist/launcher.hpp"
+#include "dptrain/distributed/communicator.hpp"
+#include "dptrain/distributed/launcher.hpp"
 #include "mpi_testing.hpp"
 
 using namespace dptrain;
-using namespace dptrain::dist;
+using namespace dptrain::distributed;
 
 namespace {
 testing::MpiVerdict verdict;

@@ -7,17 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "dptrain/dist/communicator.hpp"
-#include "dptrain/dist/gradient_reducer.hpp"
-#include "dptrain/dist/launcher.hpp"
-#include "dptrain/dist/parameter_sync.hpp"
+#include "dptrain/distributed/communicator.hpp"
+#include "dptrain/distributed/gradient_reducer.hpp"
+#include "dptrain/distributed/launcher.hpp"
+#include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/synthetic.hpp"
 #include "dptrain/train/trainer.hpp"
 #include "mpi_testing.hpp"
 
 using namespace dptrain;
-using namespace dptrain::dist;
+using namespace dptrain::distributed;
 
 namespace {
 testing::MpiVerdict verdict;

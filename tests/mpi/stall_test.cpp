@@ -3,10 +3,10 @@
 #include <chrono>
 #include <thread>
 
-#include "dptrain/dist/communicator.hpp"
-#include "dptrain/dist/launcher.hpp"
+#include "dptrain/distributed/communicator.hpp"
+#include "dptrain/distributed/launcher.hpp"
 
-using namespace dptrain::dist;
+using namespace dptrain::distributed;
 
 int main() {
   MpiSession session;

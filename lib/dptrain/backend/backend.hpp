@@ -5,6 +5,20 @@
 //
 // Plans may keep state between a training forward and the backward that follows it (oneDNN and cuDNN
 // both want a workspace from max pooling and LRN), so run backward after the forward it belongs to.
+//
+// Adding an op touches these places (and no others):
+//   1. backend/specs.hpp, specs.cpp: its spec struct and output-shape function.
+//   2. here: its Plan class and Backend::make_<op>.
+//   3. backend/cpu/<op>.cpp (the oneDNN or host plan), its factory in cpu/plans.hpp, the forwarding
+//      line in cpu/onednn_backend.cpp, the source in lib/CMakeLists.txt.
+//   4. backend/cuda/<op>.cpp (and a kernel in a .cu file if needed), its factory in cuda/plans.hpp,
+//      the forwarding line in cuda/cuda_backend.cpp, the source in cuda/CMakeLists.txt.
+//   5. layers/<op>.hpp, .cpp (and DPTRAIN_LAYER_SOURCES in lib/CMakeLists.txt): shapes, parameters, and
+//      what its backward reads (backward_reads_input / backward_reads_output, runs_in_place,
+//      saved_state_bytes): the memory planner frees activations by them, so an under-declared read is
+//      a wrong gradient. The defaults keep everything, which is safe.
+//   6. tests: a naive reference in tests/support, the unit test in tests/unit/layers (reference and
+//      finite differences), the GPU agreement case in tests/gpu/backend_agreement_test.cpp.
 #include <memory>
 #include <span>
 #include <string>

@@ -8,7 +8,7 @@
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_layout.hpp"
 #include "dptrain/ckpt/progress_attributes.hpp"
-#include "dptrain/data/hdf5_lock.hpp"
+#include "dptrain/hdf5/lock.hpp"
 
 namespace dptrain::ckpt {
 namespace {
@@ -26,7 +26,7 @@ h5::Handle open_checkpoint(const std::string& path) {
 
 h5::Handle open_group(hid_t file, const char* name, const std::string& path) {
   DPTRAIN_CHECK(H5Lexists(file, name, H5P_DEFAULT) > 0, path, ": has no group /", name);
-  return h5::Handle(H5_CHECK(H5Gopen2(file, name, H5P_DEFAULT)), H5Gclose);
+  return h5::Handle(DPTRAIN_H5_CHECK(H5Gopen2(file, name, H5P_DEFAULT)), H5Gclose);
 }
 
 // The names (relative to the group) of every link below it. The callback only collects: an exception
@@ -37,7 +37,7 @@ herr_t collect_link(hid_t, const char* name, const H5L_info_t*, void* out) {
 }
 
 NamedTensor read_tensor(hid_t set, const std::string& name, const std::string& dataset, const std::string& path) {
-  h5::Handle type(H5_CHECK(H5Dget_type(set)), H5Tclose);
+  h5::Handle type(DPTRAIN_H5_CHECK(H5Dget_type(set)), H5Tclose);
   DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_FLOAT && H5Tget_size(type.id()) == 4, path, ": dataset ", dataset,
                 " is not float32");
   const std::vector<hsize_t> dims = h5::dataset_dims(set);
@@ -46,7 +46,7 @@ NamedTensor read_tensor(hid_t set, const std::string& name, const std::string& d
   const hsize_t stored = H5Dget_storage_size(set);
   DPTRAIN_CHECK(stored == value.bytes(), path, ": dataset ", dataset, " stores ", stored, " bytes but its shape ",
                 value.shape().to_string(), " needs ", value.bytes());
-  if (value.bytes()) H5_CHECK(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, value.raw()));
+  if (value.bytes()) DPTRAIN_H5_CHECK(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, value.raw()));
   const auto expected = static_cast<std::uint32_t>(h5::read_int_attribute(set, "crc32", path + " dataset " + dataset));
   const std::uint32_t actual = tensor_crc32(value);
   DPTRAIN_CHECK(actual == expected, path, ": dataset ", dataset, " fails its checksum (crc32 ", actual,
@@ -59,10 +59,10 @@ std::vector<NamedTensor> read_section(hid_t file, const char* section, const std
   const std::string where = path + " /" + section;
   const std::int64_t count = h5::read_int_attribute(group.id(), "count", where);
   std::vector<std::string> links;
-  H5_CHECK(H5Lvisit(group.id(), H5_INDEX_NAME, H5_ITER_INC, collect_link, &links));
+  DPTRAIN_H5_CHECK(H5Lvisit(group.id(), H5_INDEX_NAME, H5_ITER_INC, collect_link, &links));
   std::vector<std::pair<std::int64_t, NamedTensor>> found;
   for (const std::string& name : links) {
-    h5::Handle object(H5_CHECK(H5Oopen(group.id(), name.c_str(), H5P_DEFAULT)), H5Oclose);
+    h5::Handle object(DPTRAIN_H5_CHECK(H5Oopen(group.id(), name.c_str(), H5P_DEFAULT)), H5Oclose);
     const H5I_type_t kind = H5Iget_type(object.id());
     if (kind == H5I_GROUP) continue;  // an intermediate group of a nested name
     const std::string dataset = std::string("/") + section + "/" + name;

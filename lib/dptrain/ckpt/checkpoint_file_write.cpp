@@ -5,12 +5,12 @@
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_layout.hpp"
 #include "dptrain/ckpt/progress_attributes.hpp"
-#include "dptrain/data/hdf5_lock.hpp"
+#include "dptrain/hdf5/lock.hpp"
 
 namespace dptrain::ckpt {
 namespace {
 h5::Handle create_group(hid_t parent, const char* name) {
-  return h5::Handle(H5_CHECK(H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
+  return h5::Handle(DPTRAIN_H5_CHECK(H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
 }
 
 void write_tensor(hid_t group, hid_t link_create, const NamedTensor& t, std::int64_t index) {
@@ -20,13 +20,13 @@ void write_tensor(hid_t group, hid_t link_create, const NamedTensor& t, std::int
                 "checkpoint tensor ", t.name, " must be a plain f32 host tensor");
   const auto& shape = t.value.shape().dims();
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  h5::Handle space(H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
+  h5::Handle space(DPTRAIN_H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
                                          : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)),
                    H5Sclose);
-  h5::Handle set(H5_CHECK(H5Dcreate2(group, t.name.c_str(), H5T_IEEE_F32LE, space.id(), link_create, H5P_DEFAULT,
+  h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(group, t.name.c_str(), H5T_IEEE_F32LE, space.id(), link_create, H5P_DEFAULT,
                                      H5P_DEFAULT)),
                  H5Dclose);
-  if (t.value.bytes()) H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.value.raw()));
+  if (t.value.bytes()) DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.value.raw()));
   h5::write_attribute(set.id(), "crc32", std::int64_t{tensor_crc32(t.value)});
   h5::write_attribute(set.id(), "index", index);
 }
@@ -35,8 +35,8 @@ void write_tensor(hid_t group, hid_t link_create, const NamedTensor& t, std::int
 void write_section(hid_t file, const char* name, const std::vector<NamedTensor>& tensors) {
   h5::Handle group = create_group(file, name);
   h5::write_attribute(group.id(), "count", static_cast<std::int64_t>(tensors.size()));
-  h5::Handle link_create(H5_CHECK(H5Pcreate(H5P_LINK_CREATE)), H5Pclose);
-  H5_CHECK(H5Pset_create_intermediate_group(link_create.id(), 1));
+  h5::Handle link_create(DPTRAIN_H5_CHECK(H5Pcreate(H5P_LINK_CREATE)), H5Pclose);
+  DPTRAIN_H5_CHECK(H5Pset_create_intermediate_group(link_create.id(), 1));
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     write_tensor(group.id(), link_create.id(), tensors[i], static_cast<std::int64_t>(i));
   }
@@ -48,7 +48,7 @@ void write_checkpoint_file(const std::string& path, const TrainingState& state) 
   h5::quiet_errors();
   try {
     h5::Handle access = checkpoint_file_access();
-    h5::Handle file(H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.id())), H5Fclose);
+    h5::Handle file(DPTRAIN_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.id())), H5Fclose);
     const hid_t f = file.id();
     h5::write_attribute(f, "format", std::string(kFormat));
     h5::write_attribute(f, "format_version", kFormatVersion);
@@ -66,7 +66,7 @@ void write_checkpoint_file(const std::string& path, const TrainingState& state) 
       h5::Handle progress = create_group(f, kProgressGroup);
       write_progress(progress.id(), state.progress);
     }
-    H5_CHECK(H5Fflush(f, H5F_SCOPE_GLOBAL));
+    DPTRAIN_H5_CHECK(H5Fflush(f, H5F_SCOPE_GLOBAL));
     file.close();
   } catch (const Error& e) {
     throw Error(detail::concat("writing checkpoint ", path, ": ", e.what()));

@@ -10,12 +10,12 @@ std::uint32_t tensor_crc32(const Tensor& t) {
 }
 
 h5::Handle checkpoint_file_access() {
-  h5::Handle access(H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+  h5::Handle access(DPTRAIN_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
   // The 1.8 format, exactly: attributes larger than 64 KiB (a long configuration) go to dense storage
   // instead of failing, and every HDF5 since 1.8 (h5py, h5dump, an older cluster's dptrain) reads it.
-  H5_CHECK(H5Pset_libver_bounds(access.id(), H5F_LIBVER_V18, H5F_LIBVER_V18));
+  DPTRAIN_H5_CHECK(H5Pset_libver_bounds(access.id(), H5F_LIBVER_V18, H5F_LIBVER_V18));
 #if H5_VERSION_GE(1, 10, 7)
-  H5_CHECK(H5Pset_file_locking(access.id(), false, true));
+  DPTRAIN_H5_CHECK(H5Pset_file_locking(access.id(), false, true));
 #endif
   return access;
 }

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "dptrain/core/tensor.hpp"
-#include "dptrain/data/hdf5_handle.hpp"
+#include "dptrain/hdf5/handle.hpp"
 
 namespace dptrain::ckpt {
 

@@ -3,7 +3,7 @@
 #include <bit>
 #include <vector>
 
-#include "dptrain/data/hdf5_handle.hpp"
+#include "dptrain/hdf5/handle.hpp"
 
 namespace dptrain::ckpt {
 namespace {
@@ -11,19 +11,19 @@ namespace {
 // simple dataspace is not accepted for attributes by every HDF5 release).
 void write_int_array(hid_t object, const char* name, const std::vector<std::int64_t>& values) {
   const hsize_t dims[1] = {values.size()};
-  h5::Handle space(H5_CHECK(values.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr)), H5Sclose);
-  h5::Handle attribute(H5_CHECK(H5Acreate2(object, name, H5T_STD_I64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT)),
+  h5::Handle space(DPTRAIN_H5_CHECK(values.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  h5::Handle attribute(DPTRAIN_H5_CHECK(H5Acreate2(object, name, H5T_STD_I64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT)),
                        H5Aclose);
-  if (!values.empty()) H5_CHECK(H5Awrite(attribute.id(), H5T_NATIVE_INT64, values.data()));
+  if (!values.empty()) DPTRAIN_H5_CHECK(H5Awrite(attribute.id(), H5T_NATIVE_INT64, values.data()));
 }
 
 std::vector<std::int64_t> read_int_array(hid_t object, const char* name, const std::string& path) {
   DPTRAIN_CHECK(H5Aexists(object, name) > 0, path, ": attribute '", name, "' is missing");
-  h5::Handle attribute(H5_CHECK(H5Aopen(object, name, H5P_DEFAULT)), H5Aclose);
-  h5::Handle space(H5_CHECK(H5Aget_space(attribute.id())), H5Sclose);
-  const hssize_t count = H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
+  h5::Handle attribute(DPTRAIN_H5_CHECK(H5Aopen(object, name, H5P_DEFAULT)), H5Aclose);
+  h5::Handle space(DPTRAIN_H5_CHECK(H5Aget_space(attribute.id())), H5Sclose);
+  const hssize_t count = DPTRAIN_H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
   std::vector<std::int64_t> values(static_cast<std::size_t>(count));
-  if (count > 0) H5_CHECK(H5Aread(attribute.id(), H5T_NATIVE_INT64, values.data()));
+  if (count > 0) DPTRAIN_H5_CHECK(H5Aread(attribute.id(), H5T_NATIVE_INT64, values.data()));
   return values;
 }
 }  // namespace

@@ -1,5 +1,5 @@
 #pragma once
-// DNNL_CHECK(expr): runs a oneDNN C++ API expression (which throws dnnl::error) or a C API call
+// DPTRAIN_DNNL_CHECK(expr): runs a oneDNN C++ API expression (which throws dnnl::error) or a C API call
 // (which returns dnnl_status_t) and turns a failure into dptrain::Error naming the call.
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -26,4 +26,4 @@ decltype(auto) dnnl_checked(Fn&& fn, const char* call, const char* file, int lin
 }
 }  // namespace dptrain::detail
 
-#define DNNL_CHECK(...) ::dptrain::detail::dnnl_checked([&]() -> decltype(auto) { return (__VA_ARGS__); }, #__VA_ARGS__, __FILE__, __LINE__)
+#define DPTRAIN_DNNL_CHECK(...) ::dptrain::detail::dnnl_checked([&]() -> decltype(auto) { return (__VA_ARGS__); }, #__VA_ARGS__, __FILE__, __LINE__)

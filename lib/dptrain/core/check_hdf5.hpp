@@ -1,5 +1,5 @@
 #pragma once
-// H5_CHECK(call): HDF5 calls return a negative herr_t or hid_t on failure. The error stack HDF5 keeps
+// DPTRAIN_H5_CHECK(call): HDF5 calls return a negative herr_t or hid_t on failure. The error stack HDF5 keeps
 // is folded into the message (its innermost description says what really went wrong).
 #include <hdf5.h>
 
@@ -16,4 +16,4 @@ T hdf5_checked(T result, const char* call, const char* file, int line) {
 }  // namespace dptrain::detail
 
 // Evaluates to the call's result (an id or a status) when it succeeded.
-#define H5_CHECK(call) ::dptrain::detail::hdf5_checked((call), #call, __FILE__, __LINE__)
+#define DPTRAIN_H5_CHECK(call) ::dptrain::detail::hdf5_checked((call), #call, __FILE__, __LINE__)

@@ -2,7 +2,7 @@
 
 #include "dptrain/core/check_hdf5.hpp"
 #include "dptrain/core/error.hpp"
-#include "dptrain/data/hdf5_handle.hpp"
+#include "dptrain/hdf5/handle.hpp"
 
 namespace dptrain::data {
 namespace {
@@ -47,25 +47,25 @@ int on_chunk(const hsize_t* offset, unsigned filter_mask, haddr_t address, hsize
 ChunkOffsets find_chunk_offsets(hid_t file, hid_t dataset, std::int64_t samples, std::uint64_t sample_bytes,
                                 std::uint64_t file_size) {
   {
-    h5::Handle type(H5_CHECK(H5Dget_type(dataset)), H5Tclose);
-    if (H5_CHECK(H5Tget_class(type.id())) != H5T_INTEGER || H5Tget_size(type.id()) != 1) {
+    h5::Handle type(DPTRAIN_H5_CHECK(H5Dget_type(dataset)), H5Tclose);
+    if (DPTRAIN_H5_CHECK(H5Tget_class(type.id())) != H5T_INTEGER || H5Tget_size(type.id()) != 1) {
       return fallback("the pixels are not stored as bytes");
     }
   }
   {
     // Chunk addresses are relative to the base address, which a user block moves.
-    h5::Handle create(H5_CHECK(H5Fget_create_plist(file)), H5Pclose);
+    h5::Handle create(DPTRAIN_H5_CHECK(H5Fget_create_plist(file)), H5Pclose);
     hsize_t user_block = 0;
-    H5_CHECK(H5Pget_userblock(create.id(), &user_block));
+    DPTRAIN_H5_CHECK(H5Pget_userblock(create.id(), &user_block));
     if (user_block != 0) return fallback("the file has a user block");
   }
-  h5::Handle create(H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
-  if (H5_CHECK(H5Pget_layout(create.id())) != H5D_CHUNKED) return fallback("the images are not chunked");
-  if (H5_CHECK(H5Pget_nfilters(create.id())) != 0) return fallback("the chunks are filtered (compressed)");
+  h5::Handle create(DPTRAIN_H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
+  if (DPTRAIN_H5_CHECK(H5Pget_layout(create.id())) != H5D_CHUNKED) return fallback("the images are not chunked");
+  if (DPTRAIN_H5_CHECK(H5Pget_nfilters(create.id())) != 0) return fallback("the chunks are filtered (compressed)");
   const std::vector<hsize_t> dims = h5::dataset_dims(dataset);
   if (dims.size() != 4) return fallback("the images are not N x H x W x C");
   hsize_t chunk[4] = {0, 0, 0, 0};
-  if (H5_CHECK(H5Pget_chunk(create.id(), 4, chunk)) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
+  if (DPTRAIN_H5_CHECK(H5Pget_chunk(create.id(), 4, chunk)) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
       chunk[2] != dims[2] || chunk[3] != dims[3]) {
     return fallback("a chunk is not exactly one image");
   }
@@ -78,7 +78,7 @@ ChunkOffsets find_chunk_offsets(hid_t file, hid_t dataset, std::int64_t samples,
 #if H5_VERSION_GE(1, 14, 3)
   // One pass over the chunk index (from 1.14.3 the callback has this signature and gives offsets in
   // elements; with one image per chunk, offset[0] is the sample).
-  H5_CHECK(H5Dchunk_iter(dataset, H5P_DEFAULT, on_chunk, &scan));
+  DPTRAIN_H5_CHECK(H5Dchunk_iter(dataset, H5P_DEFAULT, on_chunk, &scan));
 #else
   // Older HDF5 (Debian's 1.10) has no usable chunk iteration, and each look-up walks the index, so a
   // shard of N images costs O(N^2) here, once per shard and run, under the HDF5 lock (measured:
@@ -88,7 +88,7 @@ ChunkOffsets find_chunk_offsets(hid_t file, hid_t dataset, std::int64_t samples,
     unsigned filter_mask = 0;
     haddr_t address = HADDR_UNDEF;
     hsize_t size = 0;
-    H5_CHECK(H5Dget_chunk_info_by_coord(dataset, coordinate, &filter_mask, &address, &size));
+    DPTRAIN_H5_CHECK(H5Dget_chunk_info_by_coord(dataset, coordinate, &filter_mask, &address, &size));
     on_chunk(coordinate, filter_mask, address, size, &scan);
   }
 #endif

@@ -9,7 +9,7 @@
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/data/buffer_pool.hpp"
-#include "dptrain/data/hdf5_lock.hpp"
+#include "dptrain/hdf5/lock.hpp"
 #include "dptrain/data/jpeg.hpp"
 #include "dptrain/data/shard.hpp"
 
@@ -41,7 +41,7 @@ struct Loader::ShardCache {
 };
 
 namespace {
-// Prefixes `path` to an error that does not name it already (an H5_CHECK failure names the call).
+// Prefixes `path` to an error that does not name it already (an DPTRAIN_H5_CHECK failure names the call).
 [[noreturn]] void rethrow_naming(const std::string& path, const std::string& doing, const Error& e) {
   const std::string message = e.what();
   if (message.find(path) != std::string::npos) throw e;

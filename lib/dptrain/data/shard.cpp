@@ -26,10 +26,10 @@ void write_header(hid_t file, const ShardHeader& h) {
 
 void write_labels(hid_t file, const ShardHeader& h, const std::int32_t* labels) {
   const hsize_t dims[1] = {static_cast<hsize_t>(h.samples)};
-  h5::Handle space(H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-  h5::Handle set(H5_CHECK(H5Dcreate2(file, "labels", H5T_STD_I32LE, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+  h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(file, "labels", H5T_STD_I32LE, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
                  H5Dclose);
-  H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels));
+  DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels));
 }
 
 // Writes through a temporary name; `body` fills the open file.
@@ -41,7 +41,7 @@ void write_atomically(const std::string& path, const ShardHeader& h, const std::
     write_header(file.id(), h);
     write_labels(file.id(), h, labels);
     body(file.id());
-    H5_CHECK(H5Fflush(file.id(), H5F_SCOPE_GLOBAL));
+    DPTRAIN_H5_CHECK(H5Fflush(file.id(), H5F_SCOPE_GLOBAL));
   }
   std::filesystem::rename(temporary, path);
 }
@@ -57,13 +57,13 @@ void write_raw_shard(const std::string& path, const ShardHeader& h, const std::u
     // One image per chunk (the default): random access, and the loader reads it without HDF5.
     const hsize_t per_chunk = std::min<hsize_t>(static_cast<hsize_t>(layout.images_per_chunk), std::max<hsize_t>(dims[0], 1));
     const hsize_t chunk[4] = {per_chunk, dims[1], dims[2], dims[3]};
-    h5::Handle space(H5_CHECK(H5Screate_simple(4, dims, nullptr)), H5Sclose);
-    h5::Handle create(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
-    H5_CHECK(H5Pset_chunk(create.id(), 4, chunk));
-    if (layout.gzip_level > 0) H5_CHECK(H5Pset_deflate(create.id(), static_cast<unsigned>(layout.gzip_level)));
+    h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(4, dims, nullptr)), H5Sclose);
+    h5::Handle create(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+    DPTRAIN_H5_CHECK(H5Pset_chunk(create.id(), 4, chunk));
+    if (layout.gzip_level > 0) DPTRAIN_H5_CHECK(H5Pset_deflate(create.id(), static_cast<unsigned>(layout.gzip_level)));
     h5::Handle set(
-        H5_CHECK(H5Dcreate2(file, "images", H5T_STD_U8LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)), H5Dclose);
-    H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels));
+        DPTRAIN_H5_CHECK(H5Dcreate2(file, "images", H5T_STD_U8LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)), H5Dclose);
+    DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels));
   });
 }
 
@@ -73,16 +73,16 @@ void write_jpeg_shard(const std::string& path, const ShardHeader& h, const std::
                 " encoded images for a shard of ", h.samples, " samples");
   write_atomically(path, h, labels, [&](hid_t file) {
     const hsize_t dims[1] = {static_cast<hsize_t>(h.samples)};
-    h5::Handle space(H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-    h5::Handle type(H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
-    h5::Handle set(H5_CHECK(H5Dcreate2(file, "jpeg", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+    h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+    h5::Handle type(DPTRAIN_H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
+    h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
                    H5Dclose);
     std::vector<hvl_t> rows(jpegs.size());
     for (std::size_t i = 0; i < jpegs.size(); ++i) {
       rows[i].len = jpegs[i].size();
       rows[i].p = const_cast<std::uint8_t*>(jpegs[i].data());
     }
-    H5_CHECK(H5Dwrite(set.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
+    DPTRAIN_H5_CHECK(H5Dwrite(set.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
   });
 }
 
@@ -155,19 +155,19 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
     DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples, path,
                   ": 'labels' does not hold one label for each of the ", h.samples, " samples");
     labels_.resize(static_cast<std::size_t>(h.samples));
-    H5_CHECK(H5Dread(labels.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels_.data()));
+    DPTRAIN_H5_CHECK(H5Dread(labels.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels_.data()));
     for (std::size_t i = 0; i < labels_.size(); ++i) {
       DPTRAIN_CHECK(labels_[i] >= 0 && labels_[i] < h.classes, path, ": sample ", i, " has label ", labels_[i],
                     ", outside the ", h.classes, " classes");
     }
   }
   const bool raw = h.encoding == "raw";
-  h5::Handle access(H5_CHECK(H5Pcreate(H5P_DATASET_ACCESS)), H5Pclose);
+  h5::Handle access(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_ACCESS)), H5Pclose);
   // A chunk cache of about one batch of images: every image is one chunk, read once per epoch.
-  H5_CHECK(H5Pset_chunk_cache(access.id(), 521, cache_bytes, 1.0));
+  DPTRAIN_H5_CHECK(H5Pset_chunk_cache(access.id(), 521, cache_bytes, 1.0));
   const char* name = raw ? "images" : "jpeg";
   DPTRAIN_CHECK(H5Lexists(file_h5_.id(), name, H5P_DEFAULT) > 0, path, ": has no dataset '", name, "'");
-  data_ = h5::Handle(H5_CHECK(H5Dopen2(file_h5_.id(), name, access.id())), H5Dclose);
+  data_ = h5::Handle(DPTRAIN_H5_CHECK(H5Dopen2(file_h5_.id(), name, access.id())), H5Dclose);
   const auto dims = h5::dataset_dims(data_.id());
   if (raw) {
     DPTRAIN_CHECK(dims.size() == 4 && static_cast<std::int64_t>(dims[0]) == h.samples &&
@@ -181,12 +181,12 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
     read_path_ = "HDF5 (H5Dread under the lock): JPEG bytes are variable-length";
     // One element (an hvl_t) at a time is converted; the default 1 MB buffer, calloc'ed for every
     // H5Dread, cost a sixth of a JPEG sample's time.
-    transfer_ = h5::Handle(H5_CHECK(H5Pcreate(H5P_DATASET_XFER)), H5Pclose);
-    H5_CHECK(H5Pset_buffer(transfer_.id(), 4096, nullptr, nullptr));
+    transfer_ = h5::Handle(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_XFER)), H5Pclose);
+    DPTRAIN_H5_CHECK(H5Pset_buffer(transfer_.id(), 4096, nullptr, nullptr));
     const hsize_t one[1] = {1};
-    jpeg_type_ = h5::Handle(H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
-    jpeg_memory_ = h5::Handle(H5_CHECK(H5Screate_simple(1, one, nullptr)), H5Sclose);
-    jpeg_file_space_ = h5::Handle(H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
+    jpeg_type_ = h5::Handle(DPTRAIN_H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
+    jpeg_memory_ = h5::Handle(DPTRAIN_H5_CHECK(H5Screate_simple(1, one, nullptr)), H5Sclose);
+    jpeg_file_space_ = h5::Handle(DPTRAIN_H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
   }
 }
 
@@ -255,19 +255,19 @@ void ShardReader::read_image_hdf5(std::int64_t i, std::uint8_t* out) const {
   const hsize_t start[4] = {static_cast<hsize_t>(i), 0, 0, 0};
   const hsize_t count[4] = {1, static_cast<hsize_t>(header_.height), static_cast<hsize_t>(header_.width),
                             static_cast<hsize_t>(header_.channels)};
-  h5::Handle file_space(H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
-  H5_CHECK(H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
-  h5::Handle memory(H5_CHECK(H5Screate_simple(4, count, nullptr)), H5Sclose);
-  H5_CHECK(H5Dread(data_.id(), H5T_NATIVE_UINT8, memory.id(), file_space.id(), H5P_DEFAULT, out));
+  h5::Handle file_space(DPTRAIN_H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
+  DPTRAIN_H5_CHECK(H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
+  h5::Handle memory(DPTRAIN_H5_CHECK(H5Screate_simple(4, count, nullptr)), H5Sclose);
+  DPTRAIN_H5_CHECK(H5Dread(data_.id(), H5T_NATIVE_UINT8, memory.id(), file_space.id(), H5P_DEFAULT, out));
 }
 
 std::vector<std::uint8_t> ShardReader::read_jpeg(std::int64_t i) const {
   DPTRAIN_CHECK(header_.encoding == "jpeg", path_, ": read_jpeg on a raw shard");
   DPTRAIN_CHECK(i >= 0 && i < header_.samples, path_, ": sample ", i, " is outside the shard");
   const hsize_t start[1] = {static_cast<hsize_t>(i)}, count[1] = {1};
-  H5_CHECK(H5Sselect_hyperslab(jpeg_file_space_.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
+  DPTRAIN_H5_CHECK(H5Sselect_hyperslab(jpeg_file_space_.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
   hvl_t row{};
-  H5_CHECK(H5Dread(data_.id(), jpeg_type_.id(), jpeg_memory_.id(), jpeg_file_space_.id(), transfer_.id(), &row));
+  DPTRAIN_H5_CHECK(H5Dread(data_.id(), jpeg_type_.id(), jpeg_memory_.id(), jpeg_file_space_.id(), transfer_.id(), &row));
   std::vector<std::uint8_t> bytes;
   try {
     bytes.assign(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);
@@ -275,7 +275,7 @@ std::vector<std::uint8_t> ShardReader::read_jpeg(std::int64_t i) const {
     H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row);  // already failing: only free
     throw;
   }
-  H5_CHECK(H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row));
+  DPTRAIN_H5_CHECK(H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row));
   return bytes;
 }
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dptrain/data/hdf5_handle.hpp"
+#include "dptrain/hdf5/handle.hpp"
 #include "dptrain/data/manifest.hpp"
 
 namespace dptrain::data {

@@ -18,13 +18,15 @@ Shape SoftmaxCrossEntropy::setup(std::span<const Shape> inputs, Backend& backend
                 " but logits have shape ", logits_shape_.to_string(), "; one label per sample is needed");
   spec_.logits = Shape{logits_shape_[0], logits_shape_[1]};
   plan_ = backend.make_softmax_cross_entropy(spec_);
-  probabilities_ = backend.allocate(spec_.logits);
+  backend_ = &backend;
+  probabilities_ = Tensor();  // made by the first forward: a net built for an estimate allocates nothing
   return Shape{1};
 }
 
 void SoftmaxCrossEntropy::forward(const PassContext&, std::span<const Tensor* const> inputs, Tensor& output) {
   check_input(*inputs[0], logits_shape_, 0);
   check_input(*inputs[1], labels_shape_, 1);
+  if (!probabilities_.defined() || probabilities_.numel() == 0) probabilities_ = backend_->allocate(spec_.logits);
   plan_->forward(inputs[0]->reshaped(spec_.logits), *inputs[1], probabilities_, output);
 }
 

@@ -31,6 +31,7 @@ class SoftmaxCrossEntropy final : public Layer {
   float loss_weight_;
   float loss_scale_ = 1.f;
   std::unique_ptr<SoftmaxCrossEntropyPlan> plan_;
+  Backend* backend_ = nullptr;
   Tensor probabilities_;
 };
 

@@ -7,9 +7,8 @@
 
 namespace dptrain {
 namespace {
-bool is_weight(const Layer& layer, const Parameter& p) {
-  const std::string_view kind = layer.kind();
-  return (kind == "convolution" || kind == "linear") && p.name.ends_with("/weight");
+bool is_weight_of(const Layer& layer, const Parameter& p, std::string_view kind) {
+  return kind == layer.kind() && p.name.ends_with("/weight");
 }
 }  // namespace
 
@@ -23,14 +22,21 @@ MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& o) {
   e.unplanned_activations = plan.unplanned_bytes();
   e.inputs = static_cast<std::size_t>(net.image_shape().numel()) * size_of(activation) +
              static_cast<std::size_t>(e.batch) * sizeof(std::int32_t);
-  std::size_t weights = 0;  // of the convolutions and linear layers, fp32
+  std::size_t conv_weights = 0, linear_weights = 0;  // fp32 bytes
+  std::size_t widened = 0;  // the largest f32 copy set a 16-bit batch norm or LRN makes on the GPU
   for (const Net::Node& node : net.nodes()) {
     if (!node.layer) continue;
     if (training || !node.training_only) e.layer_state += node.layer->saved_state_bytes();
+    const std::string_view kind = node.layer->kind();
+    if (kind == "batch_norm" || kind == "lrn") {
+      // Input, output gradient and input gradient widened to f32 for cuDNN in one backward call.
+      widened = std::max(widened, static_cast<std::size_t>(node.shape.numel()) * sizeof(float) * (training ? 3 : 2));
+    }
     for (const Parameter& p : node.layer->parameters()) {
       const std::size_t bytes = p.value.bytes();
       e.parameters += bytes;
-      if (is_weight(*node.layer, p)) weights += bytes;
+      if (is_weight_of(*node.layer, p, "convolution")) conv_weights += bytes;
+      if (is_weight_of(*node.layer, p, "linear")) linear_weights += bytes;
     }
   }
   if (training) {
@@ -41,39 +47,49 @@ MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& o) {
   if (o.cuda) {
     e.reserved = kCudaReservedBytes;
     e.workspace = cudnn_workspace_cap_bytes();
-    // bf16/fp16: the plans keep a low-precision copy of each weight (and of its gradient in training).
-    if (o.precision != Precision::fp32) e.workspace += weights / 4 * size_of(activation) * (training ? 2 : 1);
+    e.inputs += static_cast<std::size_t>(net.image_shape().numel()) * sizeof(float);  // the stager's f32 batch
+    if (o.precision != Precision::fp32) {
+      // bf16/fp16: a low-precision copy of each convolution weight and, in training, of its gradient;
+      // one of each linear weight; and the f32 copies batch norm and LRN widen their tensors into.
+      e.workspace += conv_weights / sizeof(float) * size_of(activation) * (training ? 2 : 1);
+      e.workspace += linear_weights / sizeof(float) * size_of(activation);
+      e.workspace += widened;
+    }
   } else {
-    // oneDNN's kernels read the weights in their own blocked layouts: a copy for the forward pass, and
-    // in training one for backward-data and one for the weight gradient.
-    e.workspace = weights * (training ? 3 : 1);
+    // oneDNN's convolutions read their weights in their own blocked layouts: a copy for the forward
+    // pass and, in training, one for backward-data and one for the weight gradient.
+    e.workspace = conv_weights * (training ? 3 : 1);
   }
   return e;
 }
 
 std::int64_t largest_batch(const std::function<std::unique_ptr<Net>(std::int64_t)>& build,
                            const MemoryEstimateOptions& options, std::size_t limit, bool planned) {
-  auto need = [&](std::int64_t batch) {
+  auto fits = [&](std::int64_t batch) {
     const MemoryEstimate e = estimate_memory(*build(batch), options);
-    return planned ? e.total() : e.total_unplanned();
+    return (planned ? e.total() : e.total_unplanned()) <= limit;
   };
-  const std::size_t one = need(1);
-  if (one > limit) return 0;
-  // Activations grow linearly with the batch: extrapolate from two sizes, then correct on the real plan.
-  const std::size_t per_image = std::max<std::size_t>(need(2) - one, 1);
-  std::int64_t batch = 1 + static_cast<std::int64_t>((limit - one) / per_image);
-  for (int round = 0; round < 8; ++round) {
-    const std::size_t at = need(batch);
-    if (at > limit) {
-      batch = std::max<std::int64_t>(1, batch - std::max<std::int64_t>(1, static_cast<std::int64_t>((at - limit + per_image - 1) / per_image)));
-    } else if (need(batch + 1) <= limit) {
-      batch += std::max<std::int64_t>(1, static_cast<std::int64_t>((limit - at) / per_image));
-    } else {
-      return batch;
-    }
+  if (!fits(1)) return 0;
+  // Activations grow linearly with the batch: guess from two sizes, then bisect on the real plan.
+  const MemoryEstimate one = estimate_memory(*build(1), options), two = estimate_memory(*build(2), options);
+  const std::size_t at1 = planned ? one.total() : one.total_unplanned(), at2 = planned ? two.total() : two.total_unplanned();
+  const std::size_t per_image = at2 > at1 ? at2 - at1 : 1;
+  const std::int64_t guess = std::clamp<std::int64_t>(1 + static_cast<std::int64_t>((limit - at1) / per_image), 1, kMaxBatch);
+  std::int64_t lo = 1, hi = kMaxBatch + 1;  // fits(lo); !fits(hi), or hi is beyond the largest batch asked about
+  if (fits(guess)) {
+    lo = guess;
+    const std::int64_t above = std::min<std::int64_t>(guess + guess / 64 + 1, kMaxBatch);
+    if (above > lo && !fits(above)) hi = above; else if (above > lo) lo = above;
+  } else {
+    hi = guess;
+    const std::int64_t below = std::max<std::int64_t>(1, guess - guess / 64 - 1);
+    if (fits(below)) lo = below; else hi = below;
   }
-  while (batch > 1 && need(batch) > limit) --batch;
-  return batch;
+  while (hi - lo > 1) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (fits(mid)) lo = mid; else hi = mid;
+  }
+  return lo;
 }
 
 }  // namespace dptrain

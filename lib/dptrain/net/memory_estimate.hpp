@@ -50,7 +50,11 @@ constexpr std::size_t kCudaReservedBytes = std::size_t{768} << 20;
 // The estimate for `net` (built for any purpose, allocated or not) at its own batch size.
 MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& options);
 
-// The largest batch (at least 1) whose estimate fits `limit` bytes, or 0 when not even one image does.
+// The largest batch asked about (the CLI's --batch-size bound).
+constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+
+// The largest batch (1 to kMaxBatch) whose estimate fits `limit` bytes, or 0 when not even one image
+// does; kMaxBatch means "at least that".
 // `build(batch)` builds the net without allocating its activations (MemoryOptions::allocate off).
 // With `planned` off the old scheme's figure is used.
 std::int64_t largest_batch(const std::function<std::unique_ptr<Net>(std::int64_t)>& build,

@@ -92,12 +92,13 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
 
   for (int i = 0; i < n; ++i) {
     const PlanNode& node = nodes[static_cast<std::size_t>(i)];
-    // What one buffer per tensor takes (the old scheme, for every node whatever the purpose).
+    // What one buffer per tensor takes (the old scheme: every node's output, training-only ones too,
+    // and in training a gradient and, for a tensor read by several layers, a scratch).
     if (node.planned) {
       const std::size_t b = round_up(node.bytes, alignment);
       std::size_t readers = 0;
       for (const PlanNode& other : nodes) readers += static_cast<std::size_t>(std::count(other.inputs.begin(), other.inputs.end(), i));
-      plan.unplanned_bytes_ += b * (2 + (readers > 1 ? 1 : 0));
+      plan.unplanned_bytes_ += training ? b * (2 + (readers > 1 ? 1 : 0)) : b;
     }
     if (!node.planned || !node.runs) continue;
     int last = MemoryPlan::forward_step(i);

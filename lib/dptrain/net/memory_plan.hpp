@@ -74,8 +74,8 @@ class MemoryPlan {
 
   NetPurpose purpose() const { return purpose_; }
   std::size_t arena_bytes() const { return arena_bytes_; }
-  // What one buffer per planned tensor takes (the scheme before the planner): outputs, gradients and
-  // one scratch per node read by several layers.
+  // What one buffer per planned tensor takes (the scheme before the planner): outputs and, in
+  // training, gradients and one scratch per node read by several layers.
   std::size_t unplanned_bytes() const { return unplanned_bytes_; }
   std::size_t alignment() const { return alignment_; }
 

@@ -7,7 +7,7 @@
 
 namespace dptrain {
 
-Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, dist::Communicator& comm) {
+Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distributed::Communicator& comm) {
   const auto start = std::chrono::steady_clock::now();
   loader.seek(0, 0);
   // loss sum, top-1, top-5, samples: summed over the ranks at the end.

@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "dptrain/data/loader.hpp"
-#include "dptrain/dist/communicator.hpp"
+#include "dptrain/distributed/communicator.hpp"
 #include "dptrain/train/trainer.hpp"
 
 namespace dptrain {
@@ -17,6 +17,6 @@ struct Evaluation {
 };
 
 // `loader` is an evaluation loader (training off) of this rank.
-Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, dist::Communicator& comm);
+Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distributed::Communicator& comm);
 
 }  // namespace dptrain

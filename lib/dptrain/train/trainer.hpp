@@ -40,7 +40,7 @@ class Trainer {
   std::int64_t global_step() const { return step_; }
   void set_global_step(std::int64_t step) { step_ = step; }
   // Called between the backward pass and the update: the distributed trainer averages the
-  // gradients over the ranks here (dist::GradientReducer::synchronize).
+  // gradients over the ranks here (distributed::GradientReducer::synchronize).
   void set_gradient_sync(std::function<void()> sync) { gradient_sync_ = std::move(sync); }
   // Called once the backward pass is queued, before the host waits for anything (the gradient
   // reduction, the loss scaler's overflow check, the loss): on a GPU the host is free here while the

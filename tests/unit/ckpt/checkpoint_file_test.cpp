@@ -6,7 +6,7 @@
 
 #include "ckpt_testing.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
-#include "dptrain/data/hdf5_handle.hpp"
+#include "dptrain/hdf5/handle.hpp"
 
 using namespace dptrain;
 using namespace dptrain::testing;

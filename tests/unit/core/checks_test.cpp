@@ -5,13 +5,13 @@
 
 using namespace dptrain;
 
-TEST_CASE("DNNL_CHECK turns a oneDNN failure into an Error naming the call", "[core][errors]") {
+TEST_CASE("DPTRAIN_DNNL_CHECK turns a oneDNN failure into an Error naming the call", "[core][errors]") {
   dnnl::engine engine(dnnl::engine::kind::cpu, 0);
   // A 2-D source with a 4-D filter cannot make a convolution.
   auto bad = [] {
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
-    return DNNL_CHECK(dnnl::convolution_forward::desc(
+    return DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(
         dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, dnnl::memory::desc({2, 3}, dt::f32, tag::ab),
         dnnl::memory::desc({4, 3, 3, 3}, dt::f32, tag::abcd), dnnl::memory::desc({2, 4}, dt::f32, tag::ab), {1, 1},
         {0, 0}, {0, 0}));
@@ -24,14 +24,14 @@ TEST_CASE("DNNL_CHECK turns a oneDNN failure into an Error naming the call", "[c
     CHECK_THAT(what, Catch::StartsWith("oneDNN call failed: dnnl::convolution_forward::desc("));
     CHECK_THAT(what, Catch::Contains("checks_test.cpp:"));
   }
-  CHECK(DNNL_CHECK(dnnl_success) == dnnl_success);
-  CHECK_THROWS_WITH(DNNL_CHECK(dnnl_invalid_arguments), Catch::Contains("invalid arguments"));
+  CHECK(DPTRAIN_DNNL_CHECK(dnnl_success) == dnnl_success);
+  CHECK_THROWS_WITH(DPTRAIN_DNNL_CHECK(dnnl_invalid_arguments), Catch::Contains("invalid arguments"));
 }
 
-TEST_CASE("H5_CHECK turns a negative HDF5 result into an Error with HDF5's reason", "[core][errors]") {
+TEST_CASE("DPTRAIN_H5_CHECK turns a negative HDF5 result into an Error with HDF5's reason", "[core][errors]") {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // no HDF5 stack dump on stderr
   try {
-    H5_CHECK(H5Fopen("/nonexistent/dptrain-test.h5", H5F_ACC_RDONLY, H5P_DEFAULT));
+    DPTRAIN_H5_CHECK(H5Fopen("/nonexistent/dptrain-test.h5", H5F_ACC_RDONLY, H5P_DEFAULT));
     FAIL("no exception");
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -40,9 +40,9 @@ TEST_CASE("H5_CHECK turns a negative HDF5 result into an Error with HDF5's reaso
     CHECK_THAT(what, !Catch::EndsWith(": HDF5 reported an error"));
   }
   // Success passes the value through.
-  const hid_t space = H5_CHECK(H5Screate(H5S_SCALAR));
+  const hid_t space = DPTRAIN_H5_CHECK(H5Screate(H5S_SCALAR));
   CHECK(space >= 0);
-  CHECK(H5_CHECK(H5Sclose(space)) >= 0);
+  CHECK(DPTRAIN_H5_CHECK(H5Sclose(space)) >= 0);
 }
 
 TEST_CASE("DPTRAIN_CHECK streams its message", "[core][errors]") {

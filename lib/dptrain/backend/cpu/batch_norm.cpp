@@ -18,17 +18,17 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     dy_ = Slot(spec.input, x_desc_);
     c_desc_ = plain_desc(channel_);
     const auto scale_shift = flags::use_scale | flags::use_shift;
-    auto train = DNNL_CHECK(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
+    auto train = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
                                                                     spec.epsilon, scale_shift));
-    train_pd_ = DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(train, ctx_->engine));
-    train_ = DNNL_CHECK(dnnl::batch_normalization_forward(train_pd_));
-    auto infer = DNNL_CHECK(dnnl::batch_normalization_forward::desc(
+    train_pd_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(train, ctx_->engine));
+    train_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward(train_pd_));
+    auto infer = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::desc(
         dnnl::prop_kind::forward_inference, x_desc_, spec.epsilon, scale_shift | flags::use_global_stats));
-    infer_ = DNNL_CHECK(
+    infer_ = DPTRAIN_DNNL_CHECK(
         dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(infer, ctx_->engine)));
-    auto bwd = DNNL_CHECK(dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, x_desc_, x_desc_,
+    auto bwd = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, x_desc_, x_desc_,
                                                                    spec.epsilon, scale_shift));
-    bwd_ = DNNL_CHECK(dnnl::batch_normalization_backward(
+    bwd_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_backward(
         dnnl::batch_normalization_backward::primitive_desc(bwd, ctx_->engine, train_pd_)));
   }
 

@@ -10,7 +10,7 @@ using dnnl::prop_kind;
 using tag = dnnl::memory::format_tag;
 
 dnnl::memory::desc any_desc(const Shape& shape) {
-  return DNNL_CHECK(dnnl::memory::desc(dims_of(shape), dnnl::memory::data_type::f32, tag::any));
+  return DPTRAIN_DNNL_CHECK(dnnl::memory::desc(dims_of(shape), dnnl::memory::data_type::f32, tag::any));
 }
 
 class OneDnnConvolution final : public ConvolutionPlan {
@@ -28,10 +28,10 @@ class OneDnnConvolution final : public ConvolutionPlan {
     const auto bias = plain_desc(bias_);
     auto& engine = ctx_->engine;
 
-    auto fwd_desc = spec.bias ? DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
+    auto fwd_desc = spec.bias ? DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
                                                                            algorithm::convolution_direct, src, wei,
                                                                            bias, dst, strides, padding, padding))
-                              : DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
+                              : DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
                                                                            algorithm::convolution_direct, src, wei,
                                                                            dst, strides, padding, padding));
     // A fused ReLU is a post-op of the forward primitive; the backward primitives do not see it (the
@@ -39,23 +39,23 @@ class OneDnnConvolution final : public ConvolutionPlan {
     dnnl::primitive_attr attr;
     if (spec.fuse_relu) {
       dnnl::post_ops ops;
-      DNNL_CHECK(ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f));
-      DNNL_CHECK(attr.set_post_ops(ops));
+      DPTRAIN_DNNL_CHECK(ops.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f));
+      DPTRAIN_DNNL_CHECK(attr.set_post_ops(ops));
     }
-    fwd_pd_ = DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, attr, engine));
-    fwd_ = DNNL_CHECK(dnnl::convolution_forward(fwd_pd_));
+    fwd_pd_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, attr, engine));
+    fwd_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_forward(fwd_pd_));
 
-    auto bwd_data_desc = DNNL_CHECK(dnnl::convolution_backward_data::desc(algorithm::convolution_direct, src, wei,
+    auto bwd_data_desc = DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_data::desc(algorithm::convolution_direct, src, wei,
                                                                           dst, strides, padding, padding));
-    bwd_data_pd_ = DNNL_CHECK(dnnl::convolution_backward_data::primitive_desc(bwd_data_desc, engine, fwd_pd_));
-    bwd_data_ = DNNL_CHECK(dnnl::convolution_backward_data(bwd_data_pd_));
+    bwd_data_pd_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_data::primitive_desc(bwd_data_desc, engine, fwd_pd_));
+    bwd_data_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_data(bwd_data_pd_));
 
-    auto bwd_w_desc = spec.bias ? DNNL_CHECK(dnnl::convolution_backward_weights::desc(
+    auto bwd_w_desc = spec.bias ? DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_weights::desc(
                                       algorithm::convolution_direct, src, wei, bias, dst, strides, padding, padding))
-                                : DNNL_CHECK(dnnl::convolution_backward_weights::desc(
+                                : DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_weights::desc(
                                       algorithm::convolution_direct, src, wei, dst, strides, padding, padding));
-    bwd_w_pd_ = DNNL_CHECK(dnnl::convolution_backward_weights::primitive_desc(bwd_w_desc, engine, fwd_pd_));
-    bwd_w_ = DNNL_CHECK(dnnl::convolution_backward_weights(bwd_w_pd_));
+    bwd_w_pd_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_weights::primitive_desc(bwd_w_desc, engine, fwd_pd_));
+    bwd_w_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_weights(bwd_w_pd_));
 
     const Shape& x = spec.input;
     fwd_x_ = Slot(x, fwd_pd_.src_desc());

@@ -7,13 +7,13 @@ namespace {
 Layout convolution_block(const dnnl::engine& engine) {
   const dnnl::memory::dims src{2, 64, 14, 14}, wei{64, 64, 3, 3}, dst{2, 64, 14, 14}, one{1, 1};
   const auto any = [](const dnnl::memory::dims& d) {
-    return DNNL_CHECK(dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any));
+    return DPTRAIN_DNNL_CHECK(dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any));
   };
-  const auto desc = DNNL_CHECK(dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+  const auto desc = DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
                                                                dnnl::algorithm::convolution_direct, any(src),
                                                                any(wei), any(dst), one, one, one));
-  const auto pd = DNNL_CHECK(dnnl::convolution_forward::primitive_desc(desc, engine));
-  const auto blocked16 = DNNL_CHECK(dnnl::memory::desc(src, dnnl::memory::data_type::f32, dnnl_tag::aBcd16b));
+  const auto pd = DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(desc, engine));
+  const auto blocked16 = DPTRAIN_DNNL_CHECK(dnnl::memory::desc(src, dnnl::memory::data_type::f32, dnnl_tag::aBcd16b));
   return pd.src_desc() == blocked16 ? Layout::blocked16 : Layout::blocked8;
 }
 }  // namespace
@@ -32,11 +32,11 @@ dnnl::memory::desc plain_desc(const Shape& shape, dnnl_tag tag) {
       default: throw Error(detail::concat("no plain oneDNN layout for shape ", shape.to_string()));
     }
   }
-  return DNNL_CHECK(dnnl::memory::desc(dims_of(shape), dnnl::memory::data_type::f32, tag));
+  return DPTRAIN_DNNL_CHECK(dnnl::memory::desc(dims_of(shape), dnnl::memory::data_type::f32, tag));
 }
 
 dnnl::memory wrap(const DnnlContext& ctx, const dnnl::memory::desc& desc, const Tensor& t) {
-  return DNNL_CHECK(dnnl::memory(desc, ctx.engine, const_cast<void*>(t.raw())));
+  return DPTRAIN_DNNL_CHECK(dnnl::memory(desc, ctx.engine, const_cast<void*>(t.raw())));
 }
 
 void check_cpu_tensor(const Tensor& t, const Shape& expected, const std::string& op, const char* what) {
@@ -67,9 +67,9 @@ Slot::Bridge& Slot::bridge(DnnlContext& ctx, Layout layout) {
     b->user = layout_desc(shape_, layout);
     b->same = b->user == wanted_;
     if (!b->same) {
-      b->staging = DNNL_CHECK(dnnl::memory(wanted_, ctx.engine));
-      b->to_wanted = DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, b->user, ctx.engine, wanted_)));
-      b->to_user = DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, wanted_, ctx.engine, b->user)));
+      b->staging = DPTRAIN_DNNL_CHECK(dnnl::memory(wanted_, ctx.engine));
+      b->to_wanted = DPTRAIN_DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, b->user, ctx.engine, wanted_)));
+      b->to_user = DPTRAIN_DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, wanted_, ctx.engine, b->user)));
     }
   }
   return *b;
@@ -94,18 +94,24 @@ void Slot::finish_output(DnnlContext& ctx, Tensor& t) {
   run(ctx, b.to_user, {{DNNL_ARG_FROM, b.staging}, {DNNL_ARG_TO, wrap(ctx, b.user, t)}});
 }
 
+void Workspace::add_to(DnnlContext& ctx, std::unordered_map<int, dnnl::memory>& args) {
+  if (desc_.get_size() == 0) return;
+  if (!memory_) memory_ = DPTRAIN_DNNL_CHECK(dnnl::memory(desc_, ctx.engine));
+  args.emplace(DNNL_ARG_WORKSPACE, memory_);
+}
+
 void reorder_tensor(DnnlContext& ctx, const Tensor& src, Tensor& dst) {
   DPTRAIN_CHECK(src.shape() == dst.shape() && src.dtype() == DType::f32 && dst.dtype() == DType::f32,
                 "reorder: tensors of shapes ", src.shape().to_string(), " and ", dst.shape().to_string(),
                 " (or element types) differ");
   dnnl::memory from = wrap(ctx, layout_desc(src.shape(), src.layout()), src);
   dnnl::memory to = wrap(ctx, layout_desc(dst.shape(), dst.layout()), dst);
-  run(ctx, DNNL_CHECK(dnnl::reorder(from, to)), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  run(ctx, DPTRAIN_DNNL_CHECK(dnnl::reorder(from, to)), {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
 }
 
 void run(DnnlContext& ctx, const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args) {
-  DNNL_CHECK(p.execute(ctx.stream, args));
-  DNNL_CHECK(ctx.stream.wait());
+  DPTRAIN_DNNL_CHECK(p.execute(ctx.stream, args));
+  DPTRAIN_DNNL_CHECK(ctx.stream.wait());
 }
 
 }  // namespace dptrain::cpu

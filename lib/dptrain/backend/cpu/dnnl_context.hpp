@@ -70,6 +70,21 @@ class Slot {
   std::unique_ptr<Bridge> bridges_[3];  // indexed by Layout
 };
 
+// The workspace a primitive keeps from forward to backward (max-pooling indices, LRN scales). It is
+// allocated on the first run, not with the plan, so a net built only for a memory estimate (at any
+// batch size) allocates nothing.
+class Workspace {
+ public:
+  Workspace() = default;
+  explicit Workspace(dnnl::memory::desc desc) : desc_(std::move(desc)) {}
+  // Adds DNNL_ARG_WORKSPACE to `args` when the primitive has one.
+  void add_to(DnnlContext& ctx, std::unordered_map<int, dnnl::memory>& args);
+
+ private:
+  dnnl::memory::desc desc_;
+  dnnl::memory memory_;
+};
+
 // Copies between two host tensors of one shape, reordering when their layouts differ.
 void reorder_tensor(DnnlContext& ctx, const Tensor& src, Tensor& dst);
 

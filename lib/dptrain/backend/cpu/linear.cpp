@@ -18,18 +18,18 @@ class OneDnnLinear final : public LinearPlan {
     w_desc_ = plain_desc(weight_);
     b_desc_ = plain_desc(bias_);
     y_desc_ = plain_desc(output_);
-    auto fwd = spec.bias ? DNNL_CHECK(dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
+    auto fwd = spec.bias ? DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
                                                                         w_desc_, b_desc_, y_desc_))
-                         : DNNL_CHECK(dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
+                         : DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
                                                                         w_desc_, y_desc_));
-    auto fwd_pd = DNNL_CHECK(dnnl::inner_product_forward::primitive_desc(fwd, ctx_->engine));
-    fwd_ = DNNL_CHECK(dnnl::inner_product_forward(fwd_pd));
-    auto bd = DNNL_CHECK(dnnl::inner_product_backward_data::desc(x_desc_, w_desc_, y_desc_));
-    bwd_data_ = DNNL_CHECK(
+    auto fwd_pd = DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward::primitive_desc(fwd, ctx_->engine));
+    fwd_ = DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward(fwd_pd));
+    auto bd = DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_data::desc(x_desc_, w_desc_, y_desc_));
+    bwd_data_ = DPTRAIN_DNNL_CHECK(
         dnnl::inner_product_backward_data(dnnl::inner_product_backward_data::primitive_desc(bd, ctx_->engine, fwd_pd)));
-    auto bw = spec.bias ? DNNL_CHECK(dnnl::inner_product_backward_weights::desc(x_desc_, w_desc_, b_desc_, y_desc_))
-                        : DNNL_CHECK(dnnl::inner_product_backward_weights::desc(x_desc_, w_desc_, y_desc_));
-    bwd_weights_ = DNNL_CHECK(dnnl::inner_product_backward_weights(
+    auto bw = spec.bias ? DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_weights::desc(x_desc_, w_desc_, b_desc_, y_desc_))
+                        : DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_weights::desc(x_desc_, w_desc_, y_desc_));
+    bwd_weights_ = DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_weights(
         dnnl::inner_product_backward_weights::primitive_desc(bw, ctx_->engine, fwd_pd)));
   }
 
@@ -75,7 +75,7 @@ class OneDnnLinear final : public LinearPlan {
  private:
   // The same plain memory seen as [N, features].
   dnnl::memory flat(const dnnl::memory& m) const {
-    return DNNL_CHECK(dnnl::memory(x_desc_, ctx_->engine, m.get_data_handle()));
+    return DPTRAIN_DNNL_CHECK(dnnl::memory(x_desc_, ctx_->engine, m.get_data_handle()));
   }
 
   DnnlContextPtr ctx_;

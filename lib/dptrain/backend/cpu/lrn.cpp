@@ -16,15 +16,13 @@ class OneDnnLrn final : public LrnPlan {
     x_ = Slot(spec.input, desc_);
     y_ = Slot(spec.input, desc_);
     dy_ = Slot(spec.input, desc_);
-    auto fwd = DNNL_CHECK(dnnl::lrn_forward::desc(dnnl::prop_kind::forward_training, kAcross, desc_, spec.size,
+    auto fwd = DPTRAIN_DNNL_CHECK(dnnl::lrn_forward::desc(dnnl::prop_kind::forward_training, kAcross, desc_, spec.size,
                                                   spec.alpha, spec.beta, spec.k));
-    auto fwd_pd = DNNL_CHECK(dnnl::lrn_forward::primitive_desc(fwd, ctx_->engine));
-    fwd_ = DNNL_CHECK(dnnl::lrn_forward(fwd_pd));
-    auto bwd = DNNL_CHECK(dnnl::lrn_backward::desc(kAcross, desc_, desc_, spec.size, spec.alpha, spec.beta, spec.k));
-    bwd_ = DNNL_CHECK(dnnl::lrn_backward(dnnl::lrn_backward::primitive_desc(bwd, ctx_->engine, fwd_pd)));
-    if (fwd_pd.workspace_desc().get_size() != 0) {
-      workspace_ = DNNL_CHECK(dnnl::memory(fwd_pd.workspace_desc(), ctx_->engine));
-    }
+    auto fwd_pd = DPTRAIN_DNNL_CHECK(dnnl::lrn_forward::primitive_desc(fwd, ctx_->engine));
+    fwd_ = DPTRAIN_DNNL_CHECK(dnnl::lrn_forward(fwd_pd));
+    auto bwd = DPTRAIN_DNNL_CHECK(dnnl::lrn_backward::desc(kAcross, desc_, desc_, spec.size, spec.alpha, spec.beta, spec.k));
+    bwd_ = DPTRAIN_DNNL_CHECK(dnnl::lrn_backward(dnnl::lrn_backward::primitive_desc(bwd, ctx_->engine, fwd_pd)));
+    workspace_ = Workspace(fwd_pd.workspace_desc());
   }
 
   void forward(const Tensor& x, Tensor& y, bool /*training*/) override {
@@ -32,7 +30,7 @@ class OneDnnLrn final : public LrnPlan {
     check_cpu_tensor(y, spec_.input, spec_.who, "output");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)},
                                                {DNNL_ARG_DST, y_.output(*ctx_, y)}};
-    if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    workspace_.add_to(*ctx_, args);
     run(*ctx_, fwd_, args);
     y_.finish_output(*ctx_, y);
   }
@@ -45,7 +43,7 @@ class OneDnnLrn final : public LrnPlan {
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)},
                                                {DNNL_ARG_DIFF_DST, dy_.input(*ctx_, dy)},
                                                {DNNL_ARG_DIFF_SRC, y_.output(*ctx_, dx)}};
-    if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    workspace_.add_to(*ctx_, args);
     run(*ctx_, bwd_, args);
     y_.finish_output(*ctx_, dx);
   }
@@ -56,7 +54,7 @@ class OneDnnLrn final : public LrnPlan {
   dnnl::memory::desc desc_;
   Slot x_, y_, dy_;  // y_ also carries the input gradient
   dnnl::primitive fwd_, bwd_;
-  dnnl::memory workspace_;
+  Workspace workspace_;
 };
 }  // namespace
 

@@ -32,7 +32,7 @@ double measure_sgemm_gflops() {
   double best = 0;
   for (int rep = 0; rep < 10; ++rep) {
     const auto start = std::chrono::steady_clock::now();
-    DNNL_CHECK(dnnl_sgemm('N', 'N', n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n));
+    DPTRAIN_DNNL_CHECK(dnnl_sgemm('N', 'N', n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (rep > 0) best = std::max(best, 2.0 * n * n * n / seconds / 1e9);  // the first run warms up
   }

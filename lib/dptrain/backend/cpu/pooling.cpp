@@ -29,16 +29,14 @@ class OneDnnPooling final : public PoolingPlan {
     x_ = Slot(spec.input, x_desc_);
     y_ = Slot(output_, y_desc_);
     const auto algorithm = algorithm_of(spec.kind);
-    auto fwd = DNNL_CHECK(dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algorithm, x_desc_, y_desc_,
+    auto fwd = DPTRAIN_DNNL_CHECK(dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algorithm, x_desc_, y_desc_,
                                                       strides, kernel, pad_l, pad_r));
-    fwd_pd_ = DNNL_CHECK(dnnl::pooling_forward::primitive_desc(fwd, ctx_->engine));
-    fwd_ = DNNL_CHECK(dnnl::pooling_forward(fwd_pd_));
-    auto bwd = DNNL_CHECK(dnnl::pooling_backward::desc(algorithm, x_desc_, y_desc_, strides, kernel, pad_l, pad_r));
-    bwd_pd_ = DNNL_CHECK(dnnl::pooling_backward::primitive_desc(bwd, ctx_->engine, fwd_pd_));
-    bwd_ = DNNL_CHECK(dnnl::pooling_backward(bwd_pd_));
-    if (fwd_pd_.workspace_desc().get_size() != 0) {
-      workspace_ = DNNL_CHECK(dnnl::memory(fwd_pd_.workspace_desc(), ctx_->engine));
-    }
+    fwd_pd_ = DPTRAIN_DNNL_CHECK(dnnl::pooling_forward::primitive_desc(fwd, ctx_->engine));
+    fwd_ = DPTRAIN_DNNL_CHECK(dnnl::pooling_forward(fwd_pd_));
+    auto bwd = DPTRAIN_DNNL_CHECK(dnnl::pooling_backward::desc(algorithm, x_desc_, y_desc_, strides, kernel, pad_l, pad_r));
+    bwd_pd_ = DPTRAIN_DNNL_CHECK(dnnl::pooling_backward::primitive_desc(bwd, ctx_->engine, fwd_pd_));
+    bwd_ = DPTRAIN_DNNL_CHECK(dnnl::pooling_backward(bwd_pd_));
+    workspace_ = Workspace(fwd_pd_.workspace_desc());
   }
 
   void forward(const Tensor& x, Tensor& y, bool /*training: the workspace is cheap, always kept*/) override {
@@ -46,7 +44,7 @@ class OneDnnPooling final : public PoolingPlan {
     check_cpu_tensor(y, output_, spec_.who, "output");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)},
                                                {DNNL_ARG_DST, y_.output(*ctx_, y)}};
-    if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    workspace_.add_to(*ctx_, args);
     run(*ctx_, fwd_, args);
     y_.finish_output(*ctx_, y);
   }
@@ -56,7 +54,7 @@ class OneDnnPooling final : public PoolingPlan {
     check_cpu_tensor(dx, spec_.input, spec_.who, "input gradient");
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_DIFF_DST, y_.input(*ctx_, dy)},
                                                {DNNL_ARG_DIFF_SRC, x_.output(*ctx_, dx)}};
-    if (workspace_) args.emplace(DNNL_ARG_WORKSPACE, workspace_);
+    workspace_.add_to(*ctx_, args);
     run(*ctx_, bwd_, args);
     x_.finish_output(*ctx_, dx);
   }
@@ -70,7 +68,7 @@ class OneDnnPooling final : public PoolingPlan {
   dnnl::pooling_forward::primitive_desc fwd_pd_;
   dnnl::pooling_backward::primitive_desc bwd_pd_;
   dnnl::primitive fwd_, bwd_;
-  dnnl::memory workspace_;  // max pooling: where each maximum came from, for the backward pass
+  Workspace workspace_;  // max pooling: where each maximum came from, for the backward pass
 };
 }  // namespace
 

@@ -48,13 +48,13 @@ class CudnnBatchNorm final : public BatchNormPlan {
     const std::int64_t m = spec_.input[0] * spec_.input[2] * spec_.input[3];
     DPTRAIN_CHECK(m > 1, spec_.who, ": input of shape ", spec_.input.to_string(),
                   " has one value per channel; training needs more for batch statistics");
-    CUDA_CHECK(cudaMemsetAsync(batch_mean.raw(), 0, batch_mean.bytes(), ctx_->stream()));
-    CUDA_CHECK(cudaMemsetAsync(batch_variance.raw(), 0, batch_variance.bytes(), ctx_->stream()));
+    DPTRAIN_CUDA_CHECK(cudaMemsetAsync(batch_mean.raw(), 0, batch_mean.bytes(), ctx_->stream()));
+    DPTRAIN_CUDA_CHECK(cudaMemsetAsync(batch_variance.raw(), 0, batch_variance.bytes(), ctx_->stream()));
     const float one = 1.f, zero = 0.f;
     Tensor wide_x = scratch(), wide_y = scratch();
     const void* x_in = widened(x, wide_x);
     void* y_out = output_of(y, wide_y);
-    CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+    DPTRAIN_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
         ctx_->cudnn(), kMode, &one, &zero, x_desc_, x_in, x_desc_, y_out, c_desc_, scale.raw(), shift.raw(),
         /*exponentialAverageFactor=*/1.0, batch_mean.raw(), batch_variance.raw(), epsilon(),
         /*resultSaveMean=*/nullptr, /*resultSaveInvVariance=*/nullptr));
@@ -76,7 +76,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
     Tensor wide_x = scratch(), wide_y = scratch();
     const void* x_in = widened(x, wide_x);
     void* y_out = output_of(y, wide_y);
-    CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_->cudnn(), kMode, &one, &zero, x_desc_, x_in, x_desc_,
+    DPTRAIN_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_->cudnn(), kMode, &one, &zero, x_desc_, x_in, x_desc_,
                                                         y_out, c_desc_, scale.raw(), shift.raw(), mean.raw(),
                                                         variance.raw(), epsilon()));
     narrowed(wide_y, y);
@@ -100,7 +100,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
     const void* x_in = widened(x, wide_x);
     const void* dy_in = widened(dy, wide_dy);
     void* dx_out = output_of(dx, wide_dx);
-    CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x_in,
+    DPTRAIN_CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x_in,
                                                 x_desc_, dy_in, x_desc_, dx_out, c_desc_, scale.raw(), dscale.raw(),
                                                 dshift.raw(), epsilon(), batch_mean.raw(), inverse_std_.raw()));
     narrowed(wide_dx, dx);

@@ -14,8 +14,8 @@ constexpr std::size_t kLargeRound = 2 << 20;   // above: round to 2 MiB, so simi
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
-    CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) CUDA_CHECK(cudaSetDevice(device));
+    DPTRAIN_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) DPTRAIN_CUDA_CHECK(cudaSetDevice(device));
   }
   ~DeviceGuard() { cudaSetDevice(previous_); }
   DeviceGuard(const DeviceGuard&) = delete;
@@ -58,11 +58,11 @@ void* CachingAllocator::allocate(std::size_t bytes) {
   if (status == cudaErrorMemoryAllocation) {
     // Out of memory: give the cache back to the driver and try once more.
     cudaGetLastError();
-    CUDA_CHECK(cudaDeviceSynchronize());
+    DPTRAIN_CUDA_CHECK(cudaDeviceSynchronize());
     free_cached_locked();
     status = cudaMalloc(&pointer, size);
   }
-  CUDA_CHECK(status);
+  DPTRAIN_CUDA_CHECK(status);
   ++stats_.device_mallocs;
   stats_.reserved += size;
   in_use_.emplace(pointer, size);
@@ -84,7 +84,7 @@ void CachingAllocator::release(void* pointer) noexcept {
 void CachingAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
   DeviceGuard guard(device_);
-  CUDA_CHECK(cudaDeviceSynchronize());
+  DPTRAIN_CUDA_CHECK(cudaDeviceSynchronize());
   free_cached_locked();
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK, NCCL_CHECK: one macro per library, each turning a failed call
+// DPTRAIN_CUDA_CHECK, DPTRAIN_CUDNN_CHECK, DPTRAIN_CUBLAS_CHECK, DPTRAIN_NCCL_CHECK: one macro per library, each turning a failed call
 // into dptrain::Error with the library's own error string, the call, the file and the line.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -21,9 +21,9 @@ namespace dptrain::cuda::detail {
     if (dptrain_status_ != (ok)) thrower(dptrain_status_, #call, __FILE__, __LINE__);     \
   } while (0)
 
-#define CUDA_CHECK(call) DPTRAIN_LIBRARY_CHECK_(call, cudaError_t, cudaSuccess, ::dptrain::cuda::detail::throw_cuda)
-#define CUDNN_CHECK(call) \
+#define DPTRAIN_CUDA_CHECK(call) DPTRAIN_LIBRARY_CHECK_(call, cudaError_t, cudaSuccess, ::dptrain::cuda::detail::throw_cuda)
+#define DPTRAIN_CUDNN_CHECK(call) \
   DPTRAIN_LIBRARY_CHECK_(call, cudnnStatus_t, CUDNN_STATUS_SUCCESS, ::dptrain::cuda::detail::throw_cudnn)
-#define CUBLAS_CHECK(call) \
+#define DPTRAIN_CUBLAS_CHECK(call) \
   DPTRAIN_LIBRARY_CHECK_(call, cublasStatus_t, CUBLAS_STATUS_SUCCESS, ::dptrain::cuda::detail::throw_cublas)
-#define NCCL_CHECK(call) DPTRAIN_LIBRARY_CHECK_(call, ncclResult_t, ncclSuccess, ::dptrain::cuda::detail::throw_nccl)
+#define DPTRAIN_NCCL_CHECK(call) DPTRAIN_LIBRARY_CHECK_(call, ncclResult_t, ncclSuccess, ::dptrain::cuda::detail::throw_nccl)

@@ -7,7 +7,7 @@ namespace dptrain::cuda {
 namespace {
 // The device must be current before the stream (a member) is made.
 int made_current(int device) {
-  CUDA_CHECK(cudaSetDevice(device));
+  DPTRAIN_CUDA_CHECK(cudaSetDevice(device));
   return device;
 }
 }  // namespace
@@ -17,13 +17,13 @@ CudaContext::CudaContext(int device, DType activation) : device_(made_current(de
                 "CUDA backend: activations must be f32, bf16 or f16, not ", name_of(activation));
   allocator_ = std::make_shared<CachingAllocator>(device);
   try {
-    CUDNN_CHECK(cudnnCreate(&cudnn_));
-    CUDNN_CHECK(cudnnSetStream(cudnn_, stream()));
-    CUBLAS_CHECK(cublasCreate(&cublas_));
-    CUBLAS_CHECK(cublasSetStream(cublas_, stream()));
+    DPTRAIN_CUDNN_CHECK(cudnnCreate(&cudnn_));
+    DPTRAIN_CUDNN_CHECK(cudnnSetStream(cudnn_, stream()));
+    DPTRAIN_CUBLAS_CHECK(cublasCreate(&cublas_));
+    DPTRAIN_CUBLAS_CHECK(cublasSetStream(cublas_, stream()));
     // Scalars (alpha, beta) come from host memory; fp32 stays fp32 (no TF32), so results match the CPU's.
-    CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
-    CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    DPTRAIN_CUBLAS_CHECK(cublasSetPointerMode(cublas_, CUBLAS_POINTER_MODE_HOST));
+    DPTRAIN_CUBLAS_CHECK(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
   } catch (...) {
     if (cublas_) cublasDestroy(cublas_);
     if (cudnn_) cudnnDestroy(cudnn_);

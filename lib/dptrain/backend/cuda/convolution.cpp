@@ -49,17 +49,17 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
     return;
   }
   // The search time is the search's own, not that of the work queued before it.
-  CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
   const auto start = std::chrono::steady_clock::now();
   std::array<Perf, Count> results{};
   int returned = 0;
   const std::size_t cap = workspace_cap();
-  CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
+  DPTRAIN_CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
   for (int i = 0; i < returned; ++i) {
     if (results[static_cast<std::size_t>(i)].status == CUDNN_STATUS_SUCCESS) {
       const auto& best = results[static_cast<std::size_t>(i)];
       chosen = {true, best.algo, best.memory, best.mathType};
-      CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+      DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
       cache.add(key, {static_cast<int>(best.algo), best.memory, best.mathType},
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       return;
@@ -83,13 +83,13 @@ class CudnnConvolution final : public ConvolutionPlan {
         data_key_(AlgorithmCache::key("backward-data", type_, spec)),
         filter_key_(AlgorithmCache::key("backward-weights", type_, spec)) {
     const auto& w = spec.window;
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NCHW, spec.out_channels,
+    DPTRAIN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NCHW, spec.out_channels,
                                            static_cast<int>(spec.input[1]), w.kernel_h, w.kernel_w));
     // Cross-correlation is what every framework (and oneDNN) calls convolution. The compute type is
     // fp32 in every precision.
-    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, w.pad_h, w.pad_w, w.stride_h, w.stride_w, 1, 1,
+    DPTRAIN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, w.pad_h, w.pad_w, w.stride_h, w.stride_w, 1, 1,
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, low() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
+    DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, low() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     if (low()) {
       weight_low_ = ctx_->allocate(weight_, type_);
       dweight_low_ = ctx_->allocate(weight_, type_);
@@ -110,7 +110,7 @@ class CudnnConvolution final : public ConvolutionPlan {
         });
     use_math_of(forward_);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &one, x_desc_, x.raw(), w_desc_, w, conv_desc_, forward_.algo,
+    DPTRAIN_CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &one, x_desc_, x.raw(), w_desc_, w, conv_desc_, forward_.algo,
                                         ctx_->workspace(forward_.workspace), forward_.workspace, &zero, y_desc_,
                                         y.raw()));
     if (spec_.bias) {
@@ -119,7 +119,7 @@ class CudnnConvolution final : public ConvolutionPlan {
         kernels::add_channel_bias(device_floats(bias), y.raw(), type_, output_[0], output_[1], output_[2] * output_[3],
                                   ctx_->stream());
       } else {
-        CUDNN_CHECK(cudnnAddTensor(ctx_->cudnn(), &one, bias_desc_, bias.raw(), &one, y_desc_, y.raw()));
+        DPTRAIN_CUDNN_CHECK(cudnnAddTensor(ctx_->cudnn(), &one, bias_desc_, bias.raw(), &one, y_desc_, y.raw()));
       }
     }
     if (spec_.fuse_relu) kernels::relu_forward(y.raw(), y.raw(), type_, y.numel(), ctx_->stream());
@@ -139,7 +139,7 @@ class CudnnConvolution final : public ConvolutionPlan {
         });
     use_math_of(data_);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, w, y_desc_, dy.raw(),
+    DPTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, w, y_desc_, dy.raw(),
                                              conv_desc_, data_.algo, ctx_->workspace(data_.workspace), data_.workspace,
                                              &zero, x_desc_, dx.raw()));
   }
@@ -158,7 +158,7 @@ class CudnnConvolution final : public ConvolutionPlan {
         });
     use_math_of(filter_);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &one, x_desc_, x.raw(), y_desc_, dy.raw(), conv_desc_,
+    DPTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &one, x_desc_, x.raw(), y_desc_, dy.raw(), conv_desc_,
                                                filter_.algo, ctx_->workspace(filter_.workspace), filter_.workspace, &zero,
                                                w_desc_, dw));
     if (low()) kernels::convert(dw, type_, dweight.raw(), DType::f32, dweight.numel(), ctx_->stream());
@@ -168,7 +168,7 @@ class CudnnConvolution final : public ConvolutionPlan {
         kernels::channel_sums(dy.raw(), type_, device_floats(dbias), output_[0], output_[1], output_[2] * output_[3],
                               ctx_->stream());
       } else {
-        CUDNN_CHECK(
+        DPTRAIN_CUDNN_CHECK(
             cudnnConvolutionBackwardBias(ctx_->cudnn(), &one, y_desc_, dy.raw(), &zero, bias_desc_, dbias.raw()));
       }
     }
@@ -189,7 +189,7 @@ class CudnnConvolution final : public ConvolutionPlan {
   // being timed and for the chosen algorithm's math type when it runs. fp32 keeps FMA math throughout.
   template <typename Algo>
   void use_math_of(const Chosen<Algo>& chosen) {
-    if (low()) CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, chosen.done ? chosen.math : CUDNN_TENSOR_OP_MATH));
+    if (low()) DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, chosen.done ? chosen.math : CUDNN_TENSOR_OP_MATH));
   }
   // The filter cuDNN reads: the f32 master itself, or its low-precision copy. A forward refreshes the
   // copy; the backward-data pass that follows in the same step reuses it unless it is handed another

@@ -19,7 +19,7 @@ class CudaFence final : public Fence {
   // device is 0 unless set: make ours current first, or the runtime would create a context on GPU 0
   // for that thread (a rank on cuda:N, N > 0, would then hold memory on GPU 0).
   void wait() override {
-    CUDA_CHECK(cudaSetDevice(device_));
+    DPTRAIN_CUDA_CHECK(cudaSetDevice(device_));
     event_.synchronize();
   }
 
@@ -35,7 +35,7 @@ class CudaBackend final : public Backend {
     if (precision == Precision::bf16) {
       // bf16 arithmetic (and cuDNN's bf16 convolutions) need compute capability 8.0 (Ampere) or newer.
       int major = 0;
-      CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx_->device()));
+      DPTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx_->device()));
       DPTRAIN_CHECK(major >= 8, "--precision bf16 needs a GPU of compute capability 8.0 or newer (Ampere); cuda:",
                     ctx_->device(), " is ", major, ".x: use --precision fp16 or fp32");
     }
@@ -87,10 +87,10 @@ class CudaBackend final : public Backend {
     }
     Tensor host = Tensor::empty(source->shape(), source->dtype());
     if (source->bytes()) {
-      CUDA_CHECK(
+      DPTRAIN_CUDA_CHECK(
           cudaMemcpyAsync(host.raw(), source->raw(), source->bytes(), cudaMemcpyDeviceToHost, ctx_->stream()));
     }
-    CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
+    DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
     return host;
   }
   void copy_from_host(const Tensor& host, Tensor& t) override {
@@ -104,7 +104,7 @@ class CudaBackend final : public Backend {
       // allocator at once and is reused only by work queued after the conversion.
       Tensor wide = ctx_->allocate(t.shape(), DType::f32);
       if (t.numel()) {
-        CUDA_CHECK(cudaMemcpyAsync(wide.raw(), host.raw(), wide.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
+        DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(wide.raw(), host.raw(), wide.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
       }
       kernels::convert(wide.raw(), DType::f32, t.raw(), t.dtype(), t.numel(), ctx_->stream());
       return;
@@ -112,7 +112,7 @@ class CudaBackend final : public Backend {
     check_same(host, t, "copy_from_host");
     // From pageable memory the call returns once the data is staged, so the caller may reuse `host`.
     if (t.bytes()) {
-      CUDA_CHECK(cudaMemcpyAsync(t.raw(), host.raw(), t.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
+      DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(t.raw(), host.raw(), t.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
     }
   }
 
@@ -131,7 +131,7 @@ class CudaBackend final : public Backend {
     }
     check_same(src, dst, "copy");
     if (src.raw() != dst.raw() && src.bytes()) {
-      CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
+      DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
     }
   }
   void add(const Tensor& a, const Tensor& b, Tensor& y) override {
@@ -160,15 +160,15 @@ class CudaBackend final : public Backend {
 
   bool scale_and_check_finite(std::span<Tensor* const> tensors, float factor) override {
     if (!nonfinite_.defined()) nonfinite_ = ctx_->allocate(Shape{1}, DType::i32);
-    CUDA_CHECK(cudaMemsetAsync(nonfinite_.raw(), 0, sizeof(int), ctx_->stream()));
+    DPTRAIN_CUDA_CHECK(cudaMemsetAsync(nonfinite_.raw(), 0, sizeof(int), ctx_->stream()));
     int* flag = static_cast<int*>(nonfinite_.raw());
     for (Tensor* t : tensors) {
       check_float(*t, "scale_and_check_finite");
       kernels::scale_and_flag_nonfinite(device_floats(*t), t->numel(), factor, flag, ctx_->stream());
     }
     int host_flag = 0;
-    CUDA_CHECK(cudaMemcpyAsync(&host_flag, flag, sizeof host_flag, cudaMemcpyDeviceToHost, ctx_->stream()));
-    CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
+    DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(&host_flag, flag, sizeof host_flag, cudaMemcpyDeviceToHost, ctx_->stream()));
+    DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
     return host_flag == 0;
   }
 
@@ -185,19 +185,19 @@ class CudaBackend final : public Backend {
     kernels::fill(device_floats(a), a.numel(), 0.5f, ctx_->stream());
     kernels::fill(device_floats(b), b.numel(), 0.25f, ctx_->stream());
     cudaEvent_t start = nullptr, stop = nullptr;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
+    DPTRAIN_CUDA_CHECK(cudaEventCreate(&start));
+    DPTRAIN_CUDA_CHECK(cudaEventCreate(&stop));
     double best = 0;
     try {
       const float one = 1.f, zero = 0.f;
       for (int rep = 0; rep < 6; ++rep) {
-        CUDA_CHECK(cudaEventRecord(start, ctx_->stream()));
-        CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, device_floats(a), n,
+        DPTRAIN_CUDA_CHECK(cudaEventRecord(start, ctx_->stream()));
+        DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, device_floats(a), n,
                                  device_floats(b), n, &zero, device_floats(c), n));
-        CUDA_CHECK(cudaEventRecord(stop, ctx_->stream()));
-        CUDA_CHECK(cudaEventSynchronize(stop));
+        DPTRAIN_CUDA_CHECK(cudaEventRecord(stop, ctx_->stream()));
+        DPTRAIN_CUDA_CHECK(cudaEventSynchronize(stop));
         float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        DPTRAIN_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
         if (rep > 0 && ms > 0) best = std::max(best, 2.0 * n * n * static_cast<double>(n) / (ms * 1e-3) / 1e9);
       }
     } catch (...) {
@@ -205,8 +205,8 @@ class CudaBackend final : public Backend {
       cudaEventDestroy(stop);
       throw;
     }
-    CUDA_CHECK(cudaEventDestroy(start));
-    CUDA_CHECK(cudaEventDestroy(stop));
+    DPTRAIN_CUDA_CHECK(cudaEventDestroy(start));
+    DPTRAIN_CUDA_CHECK(cudaEventDestroy(stop));
     return best;
   }
 

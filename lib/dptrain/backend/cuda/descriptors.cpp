@@ -37,14 +37,14 @@ TensorDescriptor nchw_descriptor(const Shape& shape, DType type) {
   std::array<int, 4> dims{1, 1, 1, 1};
   for (int axis = 0; axis < shape.rank(); ++axis) dims[static_cast<std::size_t>(axis)] = narrow(shape[axis]);
   TensorDescriptor d;
-  CUDNN_CHECK(
+  DPTRAIN_CUDNN_CHECK(
       cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, cudnn_type(type), dims[0], dims[1], dims[2], dims[3]));
   return d;
 }
 
 TensorDescriptor channel_descriptor(std::int64_t channels) {
   TensorDescriptor d;
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, narrow(channels), 1, 1));
+  DPTRAIN_CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, narrow(channels), 1, 1));
   return d;
 }
 

@@ -12,7 +12,7 @@ namespace dptrain::cuda {
 template <typename Handle, cudnnStatus_t (*Create)(Handle*), cudnnStatus_t (*Destroy)(Handle)>
 class Descriptor {
  public:
-  Descriptor() { CUDNN_CHECK(Create(&handle_)); }
+  Descriptor() { DPTRAIN_CUDNN_CHECK(Create(&handle_)); }
   ~Descriptor() {
     if (handle_) Destroy(handle_);
   }

@@ -71,14 +71,14 @@ std::string describe_cuda_stack() {
   std::ostringstream out;
   const DeviceProbe probe = probe_devices();  // first: it makes the runtime load the driver
   int runtime = 0, driver = 0;
-  CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
-  CUDA_CHECK(cudaDriverGetVersion(&driver));
+  DPTRAIN_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
+  DPTRAIN_CUDA_CHECK(cudaDriverGetVersion(&driver));
   int nccl = 0;
-  NCCL_CHECK(ncclGetVersion(&nccl));
+  DPTRAIN_NCCL_CHECK(ncclGetVersion(&nccl));
   int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
-  CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &cublas_major));
-  CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &cublas_minor));
-  CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &cublas_patch));
+  DPTRAIN_CUBLAS_CHECK(cublasGetProperty(MAJOR_VERSION, &cublas_major));
+  DPTRAIN_CUBLAS_CHECK(cublasGetProperty(MINOR_VERSION, &cublas_minor));
+  DPTRAIN_CUBLAS_CHECK(cublasGetProperty(PATCH_LEVEL, &cublas_patch));
   out << "CUDA     runtime " << cuda_version(runtime) << " (" << file_of("cudaGetDeviceCount") << "), driver "
       << (driver ? cuda_version(driver) + " (" + driver_file() + ")" : std::string("none")) << "\n";
   out << "cuBLAS   " << cublas_major << "." << cublas_minor << "." << cublas_patch << " (" << file_of("cublasCreate_v2")
@@ -93,7 +93,7 @@ std::string describe_cuda_stack() {
   out << "GPUs     " << probe.count << "\n";
   for (int d = 0; d < probe.count; ++d) {
     cudaDeviceProp prop{};
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
+    DPTRAIN_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
     out << "  cuda:" << d << "  " << prop.name << ", sm_" << prop.major << prop.minor << ", "
         << prop.totalGlobalMem / (1024 * 1024) << " MiB, " << prop.multiProcessorCount << " SMs\n";
   }

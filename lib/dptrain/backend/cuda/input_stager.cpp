@@ -31,7 +31,7 @@ class CudaInputStager final : public InputStager {
     std::memcpy(pinned_.data(), host_images.raw(), host_images.bytes());
     // The compute stream must have finished reading the staging buffer of the previous batch.
     consumed_.make_wait(copy_stream_.get());
-    CUDA_CHECK(cudaMemcpyAsync(staging_.raw(), pinned_.data(), host_images.bytes(), cudaMemcpyHostToDevice,
+    DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(staging_.raw(), pinned_.data(), host_images.bytes(), cudaMemcpyHostToDevice,
                                copy_stream_.get()));
     copied_.record(copy_stream_.get());
     staged_ = true;

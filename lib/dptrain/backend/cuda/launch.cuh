@@ -20,6 +20,6 @@ inline unsigned grid_for(std::int64_t n) {
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 
-#define DPTRAIN_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+#define DPTRAIN_CHECK_LAUNCH() DPTRAIN_CUDA_CHECK(cudaGetLastError())
 
 }  // namespace dptrain::cuda::kernels

@@ -24,7 +24,7 @@ class CudnnLrn final : public LrnPlan {
                   ": cuDNN needs k >= ", CUDNN_LRN_MIN_K, " and beta >= ", CUDNN_LRN_MIN_BETA);
     type_ = ctx_->activation_dtype();
     desc_ = nchw_descriptor(spec.input);  // f32 in every precision (see above)
-    CUDNN_CHECK(cudnnSetLRNDescriptor(lrn_, static_cast<unsigned>(spec.size), spec.alpha, spec.beta, spec.k));
+    DPTRAIN_CUDNN_CHECK(cudnnSetLRNDescriptor(lrn_, static_cast<unsigned>(spec.size), spec.alpha, spec.beta, spec.k));
   }
 
   void forward(const Tensor& x, Tensor& y, bool training) override {
@@ -35,13 +35,13 @@ class CudnnLrn final : public LrnPlan {
     if (training && (!output_.defined() || output_.numel() == 0)) output_ = ctx_->allocate(spec_.input, DType::f32);
     // Low precision writes the f32 result where the backward will read it (training) or in scratch.
     Tensor wide_y = !low() ? Tensor() : training ? output_ : ctx_->allocate(spec_.input, DType::f32);
-    CUDNN_CHECK(cudnnLRNCrossChannelForward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
+    DPTRAIN_CUDNN_CHECK(cudnnLRNCrossChannelForward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
                                             low() ? wide_x.raw() : x.raw(), &zero, desc_,
                                             low() ? wide_y.raw() : y.raw()));
     if (low()) kernels::convert(wide_y.raw(), DType::f32, y.raw(), type_, y.numel(), ctx_->stream());
     if (training) {
       if (!low()) {
-        CUDA_CHECK(cudaMemcpyAsync(output_.raw(), y.raw(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
+        DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(output_.raw(), y.raw(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
       }
       have_output_ = true;
     }
@@ -55,7 +55,7 @@ class CudnnLrn final : public LrnPlan {
     const float one = 1.f, zero = 0.f;
     Tensor wide_x = widened(x), wide_dy = widened(dy);
     Tensor wide_dx = low() ? ctx_->allocate(spec_.input, DType::f32) : Tensor();
-    CUDNN_CHECK(cudnnLRNCrossChannelBackward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
+    DPTRAIN_CUDNN_CHECK(cudnnLRNCrossChannelBackward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
                                              output_.raw(), desc_, low() ? wide_dy.raw() : dy.raw(), desc_,
                                              low() ? wide_x.raw() : x.raw(), &zero, desc_,
                                              low() ? wide_dx.raw() : dx.raw()));

@@ -54,7 +54,7 @@ class KernelSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
       DPTRAIN_CHECK(label[n] >= 0 && label[n] < spec_.logits[1], spec_.who, ": sample ", n, " has label ", label[n],
                     " but there are only ", spec_.logits[1], " classes");
     }
-    CUDA_CHECK(cudaMemcpyAsync(labels_.raw(), label, labels.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
+    DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(labels_.raw(), label, labels.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
     return static_cast<const std::int32_t*>(labels_.raw());
   }
 

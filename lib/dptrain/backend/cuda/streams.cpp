@@ -4,21 +4,21 @@
 
 namespace dptrain::cuda {
 
-Stream::Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+Stream::Stream() { DPTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
 Stream::~Stream() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-Event::Event() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+Event::Event() { DPTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
 Event::~Event() {
   if (event_) cudaEventDestroy(event_);
 }
-void Event::record(cudaStream_t stream) { CUDA_CHECK(cudaEventRecord(event_, stream)); }
-void Event::make_wait(cudaStream_t waiter) const { CUDA_CHECK(cudaStreamWaitEvent(waiter, event_, 0)); }
-void Event::synchronize() const { CUDA_CHECK(cudaEventSynchronize(event_)); }
+void Event::record(cudaStream_t stream) { DPTRAIN_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+void Event::make_wait(cudaStream_t waiter) const { DPTRAIN_CUDA_CHECK(cudaStreamWaitEvent(waiter, event_, 0)); }
+void Event::synchronize() const { DPTRAIN_CUDA_CHECK(cudaEventSynchronize(event_)); }
 
 PinnedBuffer::PinnedBuffer(std::size_t bytes) : bytes_(bytes) {
-  CUDA_CHECK(cudaHostAlloc(&data_, bytes, cudaHostAllocPortable));
+  DPTRAIN_CUDA_CHECK(cudaHostAlloc(&data_, bytes, cudaHostAllocPortable));
 }
 PinnedBuffer::~PinnedBuffer() {
   if (data_) cudaFreeHost(data_);

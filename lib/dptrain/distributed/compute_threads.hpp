@@ -4,9 +4,9 @@
 // socket), each would start that many threads and the node would run N times more threads than
 // cores, which with OpenMP's spinning barriers is many times slower. So ranks sharing a CPU set
 // divide it. An explicit OMP_NUM_THREADS always wins.
-#include "dptrain/dist/topology.hpp"
+#include "dptrain/distributed/topology.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 // CPUs in a set written as "0-3,8" (0 if it cannot be read).
 int cpu_count(const std::string& cpu_set);
@@ -25,4 +25,4 @@ int compute_threads_in_use();
 // less `compute_threads`, at least 1.
 int spare_threads(const Topology& topology, int compute_threads);
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

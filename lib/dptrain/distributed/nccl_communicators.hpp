@@ -9,17 +9,17 @@
 // The NCCL unique id is made by one rank and broadcast over MPI. Each call enqueues on the
 // communicator's stream and waits for it, polling with the stall timeout: a GPU collective that never
 // completes aborts NCCL and the job with a message instead of hanging until the time limit.
-// Metrics and control messages stay on the host communicator (dist::Job::communicator()).
+// Metrics and control messages stay on the host communicator (distributed::Job::communicator()).
 #include <memory>
 
 #include <cuda_runtime.h>
 
-#include "dptrain/dist/communicator.hpp"
+#include "dptrain/distributed/communicator.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 // `device`: this rank's GPU ordinal. Requires MPI when there are several ranks.
 std::unique_ptr<Communicator> make_gpu_communicator(const Topology& topology, const CommunicatorOptions& options,
                                                     int device);
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

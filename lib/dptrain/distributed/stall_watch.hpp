@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 class StallWatch {
  public:
@@ -70,4 +70,4 @@ class StallWatch {
   bool stopping_ = false;
 };
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

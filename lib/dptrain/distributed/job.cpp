@@ -1,10 +1,10 @@
-#include "dptrain/dist/job.hpp"
+#include "dptrain/distributed/job.hpp"
 
 #include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
-#include "dptrain/dist/compute_threads.hpp"
+#include "dptrain/distributed/compute_threads.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 Job::Job(const JobOptions& options, int visible_devices) : options_(options) {
   DPTRAIN_CHECK(options_.bucket_mb > 0, "--bucket-mb must be positive, not ", options_.bucket_mb);
@@ -41,4 +41,4 @@ ReducerConfig Job::reducer_config() const {
   return c;
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -19,14 +19,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dptrain/dist/communicator.hpp"
+#include "dptrain/distributed/communicator.hpp"
 #include "dptrain/layers/layer.hpp"
 
 namespace dptrain {
 class Net;
 }
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 struct ReducerConfig {
   std::size_t bucket_bytes = 25u << 20;  // --bucket-mb
@@ -97,4 +97,4 @@ class GradientReducer {
   ReducerStats stats_;
 };
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

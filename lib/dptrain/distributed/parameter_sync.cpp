@@ -1,6 +1,6 @@
-#include "dptrain/dist/parameter_sync.hpp"
+#include "dptrain/distributed/parameter_sync.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 namespace {
 void broadcast_tensor(Backend& backend, Tensor& t, Communicator& comm, int root) {
   Tensor host = backend.to_host(t);
@@ -21,4 +21,4 @@ void broadcast_training_state(Net& net, Sgd& sgd, Communicator& comm, int root) 
   for (Buffer& v : sgd.momentum_buffers()) broadcast_tensor(net.backend(), v.value, comm, root);
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

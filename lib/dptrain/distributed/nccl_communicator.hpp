@@ -1,5 +1,5 @@
 #pragma once
-// A thin RAII owner of one NCCL communicator, for dist:: to build the in-node or flat communicator on.
+// A thin RAII owner of one NCCL communicator, for distributed:: to build the in-node or flat communicator on.
 // NCCL does not move the unique id between processes: rank 0 makes it (new_unique_id), the caller
 // broadcasts its bytes (MPI_Bcast over the node's or the world's communicator), and every rank passes
 // them here. Collectives are queued on the given stream and return at once; order them against the
@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-namespace dptrain::cuda {
+namespace dptrain::distributed {
 
 using NcclUniqueIdBytes = std::array<char, NCCL_UNIQUE_ID_BYTES>;
 
@@ -47,4 +47,4 @@ class NcclCommunicator {
   int rank_ = 0;
 };
 
-}  // namespace dptrain::cuda
+}  // namespace dptrain::distributed

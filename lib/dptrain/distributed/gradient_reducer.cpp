@@ -1,4 +1,4 @@
-#include "dptrain/dist/gradient_reducer.hpp"
+#include "dptrain/distributed/gradient_reducer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include "dptrain/core/error.hpp"
 #include "dptrain/net/net.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 namespace {
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -152,4 +152,4 @@ ReducerStats GradientReducer::stats() const {
   return stats_;
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -1,5 +1,5 @@
 #pragma once
-// Thin RAII over HDF5 ids: each handle closes its id with the right H5*close when it goes, so an
+// Thin RAII over HDF5 ids (shared by data/ and ckpt/): each handle closes its id with the right H5*close when it goes, so an
 // exception thrown half-way through reading a shard leaks nothing.
 #include <hdf5.h>
 
@@ -37,7 +37,7 @@ class Handle {
     const hid_t id = id_;
     const Closer closer = closer_;
     id_ = -1;
-    if (id >= 0 && closer) H5_CHECK(closer(id));
+    if (id >= 0 && closer) DPTRAIN_H5_CHECK(closer(id));
   }
   void reset() {
     if (id_ >= 0 && closer_) closer_(id_);
@@ -49,7 +49,7 @@ class Handle {
   Closer closer_ = nullptr;
 };
 
-// Silences HDF5's own error printing for this process: failures are reported through H5_CHECK.
+// Silences HDF5's own error printing for this process: failures are reported through DPTRAIN_H5_CHECK.
 void quiet_errors();
 
 Handle create_file(const std::string& path);  // truncates

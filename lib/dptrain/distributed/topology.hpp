@@ -11,7 +11,7 @@
 
 #include <mpi.h>
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 struct RankPlace {
   int rank = 0;
@@ -56,4 +56,4 @@ Topology discover_topology(MPI_Comm comm, int ranks_per_node, int visible_device
 // The map as a table (rank, node, local rank, device, CPU set), for `dptrain info` and job logs.
 std::string describe(const Topology& topology);
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -4,12 +4,12 @@
 #include <memory>
 #include <string>
 
-#include "dptrain/dist/communicator.hpp"
-#include "dptrain/dist/gradient_reducer.hpp"
-#include "dptrain/dist/launcher.hpp"
-#include "dptrain/dist/topology.hpp"
+#include "dptrain/distributed/communicator.hpp"
+#include "dptrain/distributed/gradient_reducer.hpp"
+#include "dptrain/distributed/launcher.hpp"
+#include "dptrain/distributed/topology.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 struct JobOptions {
   std::string allreduce = "auto";   // --allreduce auto|flat|hierarchical
@@ -46,4 +46,4 @@ class Job {
   bool overlap_ = true;
 };
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -7,10 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "dptrain/dist/communicator.hpp"
-#include "dptrain/dist/stall_watch.hpp"
+#include "dptrain/distributed/communicator.hpp"
+#include "dptrain/distributed/stall_watch.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 MPI_Datatype mpi_type(ElementType type);
 MPI_Op mpi_op(ReduceOp op);
@@ -70,4 +70,4 @@ class HierarchicalCommunicator final : public MpiCommunicator {
   std::vector<char> shard_;  // this rank's shard between the stages
 };
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -1,13 +1,13 @@
-#include "dptrain/dist/communicator.hpp"
+#include "dptrain/distributed/communicator.hpp"
 
 #include <cstring>
 
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/core/error.hpp"
-#include "dptrain/dist/launcher.hpp"
-#include "dptrain/dist/mpi_communicator.hpp"
+#include "dptrain/distributed/launcher.hpp"
+#include "dptrain/distributed/mpi_communicator.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 std::size_t size_of(ElementType type) {
   switch (type) {
@@ -33,7 +33,7 @@ std::unique_ptr<Communicator> make_communicator(const Topology& topology, const 
   if (!in_multi_rank_job()) return std::make_unique<LocalCommunicator>();
   DPTRAIN_CHECK(options.stall_timeout_seconds > 0, "--stall-timeout must be positive");
   int provided = 0;
-  MPI_CHECK(MPI_Query_thread(&provided));
+  DPTRAIN_MPI_CHECK(MPI_Query_thread(&provided));
   auto watch = std::make_shared<StallWatch>(MPI_COMM_WORLD, options.stall_timeout_seconds,
                                             provided == MPI_THREAD_MULTIPLE);
   const bool can_split = topology.uniform && topology.node_count > 1 && topology.local_size() > 1;
@@ -50,4 +50,4 @@ std::unique_ptr<Communicator> make_communicator(const Topology& topology, const 
   return nullptr;
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -1,4 +1,4 @@
-#include "dptrain/dist/nccl_communicators.hpp"
+#include "dptrain/distributed/nccl_communicators.hpp"
 
 #include <mpi.h>
 
@@ -6,12 +6,12 @@
 #include <thread>
 
 #include "dptrain/backend/cuda/check_cuda.hpp"
-#include "dptrain/backend/cuda/nccl_communicator.hpp"
+#include "dptrain/distributed/nccl_communicator.hpp"
 #include "dptrain/core/check_mpi.hpp"
-#include "dptrain/dist/launcher.hpp"
-#include "dptrain/dist/mpi_communicator.hpp"
+#include "dptrain/distributed/launcher.hpp"
+#include "dptrain/distributed/mpi_communicator.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 namespace {
 
 ncclDataType_t nccl_type(ElementType type) {
@@ -33,24 +33,24 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }
 
 // An NCCL communicator over `comm` (MPI, or null for one process): rank 0 of `comm` makes the id.
-std::unique_ptr<cuda::NcclCommunicator> nccl_over(MPI_Comm comm, int device) {
+std::unique_ptr<NcclCommunicator> nccl_over(MPI_Comm comm, int device) {
   int rank = 0, size = 1;
   if (comm != MPI_COMM_NULL) {
-    MPI_CHECK(MPI_Comm_rank(comm, &rank));
-    MPI_CHECK(MPI_Comm_size(comm, &size));
+    DPTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+    DPTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
   }
-  cuda::NcclUniqueIdBytes id{};
-  if (rank == 0) id = cuda::new_nccl_unique_id();
-  if (comm != MPI_COMM_NULL) MPI_CHECK(MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, comm));
-  return std::make_unique<cuda::NcclCommunicator>(id, size, rank, device);
+  NcclUniqueIdBytes id{};
+  if (rank == 0) id = new_nccl_unique_id();
+  if (comm != MPI_COMM_NULL) DPTRAIN_MPI_CHECK(MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, comm));
+  return std::make_unique<NcclCommunicator>(id, size, rank, device);
 }
 
 // The stream the collectives run on, and the wait that turns a hang into an abort.
 class GpuCollectives {
  public:
   GpuCollectives(int device, double timeout) : device_(device), timeout_(timeout) {
-    CUDA_CHECK(cudaSetDevice(device_));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    DPTRAIN_CUDA_CHECK(cudaSetDevice(device_));
+    DPTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   ~GpuCollectives() { cudaStreamDestroy(stream_); }
   GpuCollectives(const GpuCollectives&) = delete;
@@ -59,15 +59,15 @@ class GpuCollectives {
   cudaStream_t stream() const { return stream_; }
   // The current device is per thread, and the gradient reducer calls from its communication thread:
   // every collective first makes this rank's GPU current (NCCL launches on the current device).
-  void bind() const { CUDA_CHECK(cudaSetDevice(device_)); }
+  void bind() const { DPTRAIN_CUDA_CHECK(cudaSetDevice(device_)); }
 
   // Waits for the stream, polling, so a stalled collective is reported after the timeout.
-  void wait(const char* what, cuda::NcclCommunicator& nccl) {
+  void wait(const char* what, NcclCommunicator& nccl) {
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
       const cudaError_t state = cudaStreamQuery(stream_);
       if (state == cudaSuccess) return;
-      if (state != cudaErrorNotReady) CUDA_CHECK(state);
+      if (state != cudaErrorNotReady) DPTRAIN_CUDA_CHECK(state);
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (waited > timeout_) {
         nccl.abort();
@@ -95,22 +95,22 @@ class NcclFlatCommunicator final : public Communicator {
 
   void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) override {
     gpu_.bind();
-    NCCL_CHECK(ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), nccl_->get(), gpu_.stream()));
+    DPTRAIN_NCCL_CHECK(ncclAllReduce(data, data, count, nccl_type(type), nccl_op(op), nccl_->get(), gpu_.stream()));
     gpu_.wait("allreduce", *nccl_);
   }
   void broadcast(void* data, std::size_t bytes, int root) override {
     gpu_.bind();
-    NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclChar, root, nccl_->get(), gpu_.stream()));
+    DPTRAIN_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclChar, root, nccl_->get(), gpu_.stream()));
     gpu_.wait("broadcast", *nccl_);
   }
   void allgather(const void* mine, void* all, std::size_t bytes) override {
     gpu_.bind();
-    NCCL_CHECK(ncclAllGather(mine, all, bytes, ncclChar, nccl_->get(), gpu_.stream()));
+    DPTRAIN_NCCL_CHECK(ncclAllGather(mine, all, bytes, ncclChar, nccl_->get(), gpu_.stream()));
     gpu_.wait("allgather", *nccl_);
   }
   void barrier() override {
     // A one-element allreduce on the stream is a barrier among the GPUs' streams.
-    if (!token_) CUDA_CHECK(cudaMalloc(&token_, sizeof(float)));
+    if (!token_) DPTRAIN_CUDA_CHECK(cudaMalloc(&token_, sizeof(float)));
     allreduce(token_, 1, ElementType::f32, ReduceOp::sum);
   }
   ~NcclFlatCommunicator() override {
@@ -119,7 +119,7 @@ class NcclFlatCommunicator final : public Communicator {
 
  private:
   GpuCollectives gpu_;
-  std::unique_ptr<cuda::NcclCommunicator> nccl_;
+  std::unique_ptr<NcclCommunicator> nccl_;
   float* token_ = nullptr;
 };
 
@@ -155,51 +155,51 @@ class NcclHierarchicalCommunicator final : public Communicator {
     const std::size_t shard = (count + local - 1) / local;  // NCCL wants equal blocks: pad the last
     reserve(shard * local);
     const cudaStream_t s = gpu_.stream();
-    CUDA_CHECK(cudaMemcpyAsync(scratch_, data, count * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(scratch_, data, count * sizeof(float), cudaMemcpyDeviceToDevice, s));
     if (shard * local > count) {
-      CUDA_CHECK(cudaMemsetAsync(scratch_ + count, 0, (shard * local - count) * sizeof(float), s));
+      DPTRAIN_CUDA_CHECK(cudaMemsetAsync(scratch_ + count, 0, (shard * local - count) * sizeof(float), s));
     }
     float* mine = scratch_ + static_cast<std::size_t>(node_.rank()) * shard;
     nccl_->reduce_scatter_sum(scratch_, mine, shard, s);
     if (cross_->size() > 1) {
-      CUDA_CHECK(cudaMemcpyAsync(host_, mine, shard * sizeof(float), cudaMemcpyDeviceToHost, s));
+      DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(host_, mine, shard * sizeof(float), cudaMemcpyDeviceToHost, s));
       gpu_.wait("reduce-scatter", *nccl_);
       cross_->allreduce_sum(host_, shard);
-      CUDA_CHECK(cudaMemcpyAsync(mine, host_, shard * sizeof(float), cudaMemcpyHostToDevice, s));
+      DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(mine, host_, shard * sizeof(float), cudaMemcpyHostToDevice, s));
     }
     nccl_->all_gather(mine, scratch_, shard, s);
-    CUDA_CHECK(cudaMemcpyAsync(data, scratch_, count * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(data, scratch_, count * sizeof(float), cudaMemcpyDeviceToDevice, s));
     gpu_.wait("allgather", *nccl_);
   }
   // The rest is rare (start-up, metrics) and goes through the flat world path on the host.
   void broadcast(void* data, std::size_t bytes, int root) override {
     gpu_.bind();
     std::vector<char> host(bytes);
-    CUDA_CHECK(cudaMemcpy(host.data(), data, bytes, cudaMemcpyDeviceToHost));
-    MPI_CHECK(MPI_Bcast(host.data(), static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
-    CUDA_CHECK(cudaMemcpy(data, host.data(), bytes, cudaMemcpyHostToDevice));
+    DPTRAIN_CUDA_CHECK(cudaMemcpy(host.data(), data, bytes, cudaMemcpyDeviceToHost));
+    DPTRAIN_MPI_CHECK(MPI_Bcast(host.data(), static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
+    DPTRAIN_CUDA_CHECK(cudaMemcpy(data, host.data(), bytes, cudaMemcpyHostToDevice));
   }
   void allgather(const void* mine, void* all, std::size_t bytes) override {
     gpu_.bind();
     std::vector<char> in(bytes), out(bytes * static_cast<std::size_t>(world_size_));
-    CUDA_CHECK(cudaMemcpy(in.data(), mine, bytes, cudaMemcpyDeviceToHost));
-    MPI_CHECK(MPI_Allgather(in.data(), static_cast<int>(bytes), MPI_BYTE, out.data(), static_cast<int>(bytes),
+    DPTRAIN_CUDA_CHECK(cudaMemcpy(in.data(), mine, bytes, cudaMemcpyDeviceToHost));
+    DPTRAIN_MPI_CHECK(MPI_Allgather(in.data(), static_cast<int>(bytes), MPI_BYTE, out.data(), static_cast<int>(bytes),
                             MPI_BYTE, MPI_COMM_WORLD));
-    CUDA_CHECK(cudaMemcpy(all, out.data(), out.size(), cudaMemcpyHostToDevice));
+    DPTRAIN_CUDA_CHECK(cudaMemcpy(all, out.data(), out.size(), cudaMemcpyHostToDevice));
   }
-  void barrier() override { MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  void barrier() override { DPTRAIN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
 
  private:
   MPI_Comm split(const Topology& topology) {
-    MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, topology.self().local_rank, topology.rank, &cross_comm_));
+    DPTRAIN_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, topology.self().local_rank, topology.rank, &cross_comm_));
     return cross_comm_;
   }
   void reserve(std::size_t elements) {
     if (elements <= capacity_) return;
-    if (scratch_) CUDA_CHECK(cudaFree(scratch_));
-    if (host_) CUDA_CHECK(cudaFreeHost(host_));
-    CUDA_CHECK(cudaMalloc(&scratch_, elements * sizeof(float)));
-    CUDA_CHECK(cudaMallocHost(&host_, elements * sizeof(float)));
+    if (scratch_) DPTRAIN_CUDA_CHECK(cudaFree(scratch_));
+    if (host_) DPTRAIN_CUDA_CHECK(cudaFreeHost(host_));
+    DPTRAIN_CUDA_CHECK(cudaMalloc(&scratch_, elements * sizeof(float)));
+    DPTRAIN_CUDA_CHECK(cudaMallocHost(&host_, elements * sizeof(float)));
     capacity_ = elements;
   }
 
@@ -207,7 +207,7 @@ class NcclHierarchicalCommunicator final : public Communicator {
   MPI_Comm cross_comm_ = MPI_COMM_NULL;
   OwnedComm node_;
   std::unique_ptr<MpiCommunicator> cross_;
-  std::unique_ptr<cuda::NcclCommunicator> nccl_;
+  std::unique_ptr<NcclCommunicator> nccl_;
   int world_size_, world_rank_;
   float* scratch_ = nullptr;
   float* host_ = nullptr;
@@ -228,4 +228,4 @@ std::unique_ptr<Communicator> make_gpu_communicator(const Topology& topology, co
                                                 options.stall_timeout_seconds);
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

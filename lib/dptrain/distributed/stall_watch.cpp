@@ -1,12 +1,12 @@
-#include "dptrain/dist/stall_watch.hpp"
+#include "dptrain/distributed/stall_watch.hpp"
 
 #include <chrono>
 #include <sstream>
 
 #include "dptrain/core/check_mpi.hpp"
-#include "dptrain/dist/launcher.hpp"
+#include "dptrain/distributed/launcher.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 namespace {
 constexpr int kHeartbeatTag = 7301;
 // Non-root ranks give rank 0 this long to name the late ranks before they abort themselves.
@@ -16,10 +16,10 @@ constexpr auto kWatchdogPeriod = std::chrono::milliseconds(100);
 }  // namespace
 
 StallWatch::StallWatch(MPI_Comm world, double timeout_seconds, bool watchdog) : timeout_(timeout_seconds) {
-  MPI_CHECK(MPI_Comm_dup(world, &comm_));
-  MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
-  MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  DPTRAIN_MPI_CHECK(MPI_Comm_dup(world, &comm_));
+  DPTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  DPTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  DPTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   if (rank_ == 0) seen_.assign(static_cast<std::size_t>(size_), 0);
   if (watchdog) watchdog_ = std::thread([this] { run_watchdog(); });
 }
@@ -62,7 +62,7 @@ void StallWatch::started(const char* what) {
   }
   clean_sends();
   sends_.push_back({count, MPI_REQUEST_NULL});
-  MPI_CHECK(MPI_Isend(&sends_.back().value, 1, MPI_INT64_T, 0, kHeartbeatTag, comm_, &sends_.back().request));
+  DPTRAIN_MPI_CHECK(MPI_Isend(&sends_.back().value, 1, MPI_INT64_T, 0, kHeartbeatTag, comm_, &sends_.back().request));
 }
 
 void StallWatch::finished() { running_ = false; }
@@ -70,7 +70,7 @@ void StallWatch::finished() { running_ = false; }
 void StallWatch::clean_sends() {
   while (!sends_.empty()) {
     int done = 0;
-    MPI_CHECK(MPI_Test(&sends_.front().request, &done, MPI_STATUS_IGNORE));
+    DPTRAIN_MPI_CHECK(MPI_Test(&sends_.front().request, &done, MPI_STATUS_IGNORE));
     if (!done) break;
     sends_.pop_front();
   }
@@ -81,10 +81,10 @@ void StallWatch::drain_heartbeats() {
   for (;;) {
     int waiting = 0;
     MPI_Status status;
-    MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kHeartbeatTag, comm_, &waiting, &status));
+    DPTRAIN_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kHeartbeatTag, comm_, &waiting, &status));
     if (!waiting) return;
     std::int64_t value = 0;
-    MPI_CHECK(MPI_Recv(&value, 1, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE));
+    DPTRAIN_MPI_CHECK(MPI_Recv(&value, 1, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE));
     auto& seen = seen_[static_cast<std::size_t>(status.MPI_SOURCE)];
     seen = std::max(seen, value);
   }
@@ -103,7 +103,7 @@ void StallWatch::wait(MPI_Request& request) {
   int spins = 0;
   for (;;) {
     int done = 0;
-    MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    DPTRAIN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return;
     if (rank_ == 0) drain_heartbeats();
     check_clock();
@@ -134,4 +134,4 @@ void StallWatch::report_stall(double waited) {
   abort_job(out.str(), 1);
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -11,9 +11,9 @@
 #include <memory>
 #include <string>
 
-#include "dptrain/dist/topology.hpp"
+#include "dptrain/distributed/topology.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 enum class ElementType { f32, f64, i64 };
 enum class ReduceOp { sum, max, min };
@@ -67,4 +67,4 @@ struct CommunicatorOptions {
 // node, and flat otherwise; `hierarchical` on a topology that cannot use it is an error.
 std::unique_ptr<Communicator> make_communicator(const Topology& topology, const CommunicatorOptions& options);
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -1,4 +1,4 @@
-#include "dptrain/dist/launcher.hpp"
+#include "dptrain/distributed/launcher.hpp"
 
 #include <mpi.h>
 
@@ -8,7 +8,7 @@
 
 #include "dptrain/core/check_mpi.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 namespace {
 int env_int(const char* name) {
   const char* value = std::getenv(name);
@@ -41,16 +41,16 @@ int launcher_world_size() {
 
 MpiSession::MpiSession() {
   int initialised = 0;
-  MPI_CHECK(MPI_Initialized(&initialised));
+  DPTRAIN_MPI_CHECK(MPI_Initialized(&initialised));
   if (!initialised) {
     if (launcher_world_size() <= 1) return;
     int provided = 0;
-    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    DPTRAIN_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
     initialised_here_ = true;
     threads_ok_ = provided >= MPI_THREAD_SERIALIZED;
   } else {
     int provided = 0;
-    MPI_CHECK(MPI_Query_thread(&provided));
+    DPTRAIN_MPI_CHECK(MPI_Query_thread(&provided));
     threads_ok_ = provided >= MPI_THREAD_SERIALIZED;
   }
   active_ = true;
@@ -86,4 +86,4 @@ void abort_job(const std::string& message, int code) {
   std::exit(code);
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

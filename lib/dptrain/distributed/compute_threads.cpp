@@ -1,4 +1,4 @@
-#include "dptrain/dist/compute_threads.hpp"
+#include "dptrain/distributed/compute_threads.hpp"
 
 #include <cstdlib>
 #include <sstream>
@@ -7,7 +7,7 @@
 #include <omp.h>
 #endif
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 int cpu_count(const std::string& cpu_set) {
   int count = 0;
@@ -57,4 +57,4 @@ int set_compute_threads(const Topology& topology) {
 #endif
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include "dptrain/core/error.hpp"
-#include "dptrain/dist/compute_threads.hpp"
-#include "dptrain/dist/topology.hpp"
+#include "dptrain/distributed/compute_threads.hpp"
+#include "dptrain/distributed/topology.hpp"
 
-using namespace dptrain::dist;
+using namespace dptrain::distributed;
 
 TEST_CASE("nodes come from the node names, local ranks in rank order") {
   // Slurm's block distribution interleaved on purpose: ranks 0, 2 on a; 1, 3 on b.

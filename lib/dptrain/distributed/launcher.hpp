@@ -4,7 +4,7 @@
 // server), so MPI is initialised only when mpiexec or srun started several ranks.
 #include <string>
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 // The world size a launcher announced in the environment (Open MPI, MPICH/Hydra, Slurm's PMI-2 or
 // PMIx plug-ins), or 1 when there is none.
@@ -39,4 +39,4 @@ int world_rank();
 // stderr: one failing rank must never leave the others waiting in a collective until the time limit.
 [[noreturn]] void abort_job(const std::string& message, int code);
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

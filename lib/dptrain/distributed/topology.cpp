@@ -1,4 +1,4 @@
-#include "dptrain/dist/topology.hpp"
+#include "dptrain/distributed/topology.hpp"
 
 #include <sched.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/core/error.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 int choose_device(int local_rank, int visible_devices) {
   if (visible_devices <= 0) return -1;
@@ -95,11 +95,11 @@ namespace {
 std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) {
   constexpr int kWidth = 256;
   int size = 1;
-  MPI_CHECK(MPI_Comm_size(comm, &size));
+  DPTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
   std::string record = mine.substr(0, kWidth - 1);
   record.resize(kWidth, '\0');
   std::string all(static_cast<std::size_t>(size) * kWidth, '\0');
-  MPI_CHECK(MPI_Allgather(record.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, comm));
+  DPTRAIN_MPI_CHECK(MPI_Allgather(record.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, comm));
   std::vector<std::string> out;
   for (int r = 0; r < size; ++r) out.emplace_back(all.c_str() + static_cast<std::size_t>(r) * kWidth);
   return out;
@@ -115,7 +115,7 @@ Topology discover_topology(MPI_Comm comm, int ranks_per_node, int visible_device
     return place_ranks(0, {node}, {cpus}, {id}, visible_devices, ranks_per_node);
   }
   int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  DPTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
   // The device a rank takes depends on its local rank, known only after the names are gathered.
   Topology first = place_ranks(rank, gather_strings(comm, node), gather_strings(comm, cpus), {}, 0, ranks_per_node);
   const int device = choose_device(first.self().local_rank, visible_devices);
@@ -148,4 +148,4 @@ std::string describe(const Topology& t) {
   return out.str();
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed

@@ -1,4 +1,4 @@
-#include "dptrain/dist/mpi_communicator.hpp"
+#include "dptrain/distributed/mpi_communicator.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -6,7 +6,7 @@
 
 #include "dptrain/core/check_mpi.hpp"
 
-namespace dptrain::dist {
+namespace dptrain::distributed {
 
 MPI_Datatype mpi_type(ElementType type) {
   switch (type) {
@@ -34,19 +34,19 @@ int as_count(std::size_t n) { return static_cast<int>(n); }
 }  // namespace
 
 OwnedComm::OwnedComm(MPI_Comm source) {
-  MPI_CHECK(MPI_Comm_dup(source, &comm_));
+  DPTRAIN_MPI_CHECK(MPI_Comm_dup(source, &comm_));
   describe();
 }
 
 OwnedComm::OwnedComm(MPI_Comm source, int color, int key) {
-  MPI_CHECK(MPI_Comm_split(source, color, key, &comm_));
+  DPTRAIN_MPI_CHECK(MPI_Comm_split(source, color, key, &comm_));
   describe();
 }
 
 void OwnedComm::describe() {
-  MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
-  MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
-  MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  DPTRAIN_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+  DPTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  DPTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
 }
 
 OwnedComm::~OwnedComm() {
@@ -172,4 +172,4 @@ void HierarchicalCommunicator::allreduce(void* data, std::size_t count, ElementT
   watch().finished();
 }
 
-}  // namespace dptrain::dist
+}  // namespace dptrain::distributed
