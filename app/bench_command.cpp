@@ -37,9 +37,9 @@ struct BenchOptions {
   BackendOptions device;
 };
 
-// The most memory this process used: the GPU allocator's peak on CUDA, the peak resident set on the CPU.
-std::size_t peak_memory_bytes(Backend& backend) {
-  const double gpu_mib = peak_device_mib(backend);
+// The most memory this process used: the GPU allocator's peak on CUDA (`gpu_mib`, from
+// peak_device_mib), the peak resident set on the CPU (where gpu_mib is negative).
+std::size_t peak_memory_bytes(double gpu_mib) {
   if (gpu_mib >= 0) return static_cast<std::size_t>(gpu_mib * (1 << 20));
   rusage usage{};
   DPTRAIN_CHECK(getrusage(RUSAGE_SELF, &usage) == 0, "getrusage failed");
@@ -111,7 +111,7 @@ int run_bench(const BenchOptions& o) {
   estimate_options.ranks = ranks;
   const MemoryEstimate estimate = estimate_memory(*net, estimate_options);
   const std::size_t planned_bytes = (o.device.memory_plan ? estimate.total() : estimate.total_unplanned()) - estimate.reserved;
-  const std::size_t peak_bytes = peak_memory_bytes(*backend);
+  const std::size_t peak_bytes = peak_memory_bytes(memory_mib);
   const AlgorithmSearch search = algorithm_search(*backend);
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
   const double flops_per_image = 3.0 * net->flops_per_sample();

@@ -57,7 +57,6 @@ const Shape& NetBuilder::shape(int node) const {
   return net_->nodes_[static_cast<std::size_t>(node)].shape;
 }
 
-
 std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
   DPTRAIN_CHECK(net_ && net_->main_loss_ >= 0, "a network needs a loss layer");
   auto& nodes = net_->nodes_;

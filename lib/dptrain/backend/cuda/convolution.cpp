@@ -24,9 +24,6 @@
 
 namespace dptrain::cuda {
 namespace {
-// The most workspace an algorithm may ask for while being timed; DPTRAIN_CUDNN_WORKSPACE_MB overrides.
-std::size_t workspace_cap() { return cudnn_workspace_cap_bytes(); }
-
 // One pass's algorithm, chosen on its first run and kept.
 template <typename Algo>
 struct Chosen {
@@ -53,7 +50,7 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
   const auto start = std::chrono::steady_clock::now();
   std::array<Perf, Count> results{};
   int returned = 0;
-  const std::size_t cap = workspace_cap();
+  const std::size_t cap = cudnn_workspace_cap_bytes();  // DPTRAIN_CUDNN_WORKSPACE_MB overrides
   DPTRAIN_CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
   for (int i = 0; i < returned; ++i) {
     if (results[static_cast<std::size_t>(i)].status == CUDNN_STATUS_SUCCESS) {
