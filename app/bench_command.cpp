@@ -20,7 +20,7 @@
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
 #include "dptrain/train/trainer.hpp"
-#include "json_writer.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -143,7 +143,7 @@ int run_bench(const BenchOptions& o) {
   if (!o.json.empty()) {
     std::ofstream file(o.json);
     DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
-    JsonWriter j(file);
+    JsonLine j(file);
     j.field("model", o.model).field("backend", backend->name()).field("precision", o.device.precision);
     j.field("batch_size", o.batch);
     j.field("image_size", size).field("world_size", ranks).field("global_batch", global_batch);

@@ -1,6 +1,5 @@
 #include "distributed_options.hpp"
 
-#include "dptrain/distributed/compute_threads.hpp"
 
 namespace dptrain::app {
 
@@ -9,12 +8,6 @@ void add_loader_threads_option(CLI::App* cmd, int& threads) {
                   "Data loading threads per rank (default: the cores of the rank's CPU set that its compute "
                   "threads leave free, at least 1)")
       ->check(CLI::NonNegativeNumber);
-}
-
-int loader_threads(int requested, const distributed::Job& job, bool on_gpu) {
-  if (requested > 0) return requested;
-  const int compute = on_gpu ? 1 : job.compute_threads() > 0 ? job.compute_threads() : distributed::compute_threads_in_use();
-  return distributed::spare_threads(job.topology(), compute);
 }
 
 void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {

@@ -8,10 +8,9 @@
 #include <iostream>
 #include <optional>
 
-#include <nlohmann/json.hpp>
-
 #include "backend_options.hpp"
-#include "broadcast_from_root.hpp"
+#include "dptrain/train/shared_manifest.hpp"
+#include "dptrain/distributed/broadcast.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/ckpt/checkpoint_directory.hpp"
@@ -20,8 +19,9 @@
 #include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/evaluation.hpp"
+#include "dptrain/train/run_config.hpp"
 #include "dptrain/train/trainer.hpp"
-#include "json_writer.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -40,35 +40,27 @@ struct CheckpointModel {
   bool aux_heads = true;
   double label_smoothing = 0;  // the loss is the one training reported
 
-  std::string to_json() const {
-    return nlohmann::json{{"path", path}, {"model", model}, {"step", step}, {"crop", crop}, {"aux_heads", aux_heads},
-                          {"label_smoothing", label_smoothing}}.dump();
-  }
-  static CheckpointModel parse(const std::string& text) {
-    const auto j = nlohmann::json::parse(text);
-    CheckpointModel m;
-    m.path = j.at("path").get<std::string>();
-    m.model = j.at("model").get<std::string>();
-    m.step = j.at("step").get<std::int64_t>();
-    m.crop = j.at("crop").get<int>();
-    m.aux_heads = j.at("aux_heads").get<bool>();
-    m.label_smoothing = j.at("label_smoothing").get<double>();
-    return m;
+  template <class Self, class Visit>
+  static void fields(Self& m, Visit&& visit) {
+    visit(Field{"path"}, m.path);
+    visit(Field{"model"}, m.model);
+    visit(Field{"step"}, m.step);
+    visit(Field{"crop"}, m.crop);
+    visit(Field{"aux_heads"}, m.aux_heads);
+    visit(Field{"label_smoothing"}, m.label_smoothing);
   }
 };
 
 CheckpointModel describe(const ckpt::TrainingState& state) {
+  // The configuration `dptrain train` stored; a field it lacks keeps the training default.
+  const TrainingRunConfig c = parse_stored_configuration(state.configuration, state.source + " configuration");
   CheckpointModel m;
   m.path = state.source;
   m.model = state.model;
   m.step = state.progress.global_step;
-  // The configuration `dptrain train` stored; a field it lacks keeps the training default.
-  const auto c = nlohmann::json::parse(state.configuration, nullptr, false);
-  if (c.is_object()) {
-    m.crop = c.value("crop", 0);
-    m.aux_heads = c.value("aux_heads", true);
-    m.label_smoothing = c.value("label_smoothing", 0.0);
-  }
+  m.crop = c.crop;
+  m.aux_heads = c.aux_heads;
+  m.label_smoothing = c.label_smoothing;
   return m;
 }
 
@@ -96,7 +88,7 @@ void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Mani
                 const Evaluation& e) {
   std::ofstream file(o.json);
   DPTRAIN_CHECK(file.good(), "cannot write the evaluation result to '", o.json, "'");
-  JsonWriter j(file);
+  JsonLine j(file);
   j.field("checkpoint", m.path).field("model", m.model).field("step", m.step).field("dataset", manifest.name);
   j.field("data", o.data).field("split", o.split).field("world_size", ranks).field("batch_size", o.batch);
   j.field("samples", e.samples).field("loss", e.loss).field("top1", e.top1).field("top5", e.top5);
@@ -113,13 +105,12 @@ int run_eval(const EvalOptions& o) {
   manifest.split(o.split);  // an unknown split is an error naming the known ones, before any work
 
   std::optional<ckpt::TrainingState> state;
-  std::string description;
+  CheckpointModel m;
   if (job.is_root()) {
     state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
-    description = describe(*state).to_json();
+    m = describe(*state);
   }
-  broadcast_text(description, comm);
-  const CheckpointModel m = CheckpointModel::parse(description);
+  distributed::broadcast_record(m, comm);
 
   auto backend = make_backend(o.device, job);
   ModelConfig config;

@@ -29,7 +29,7 @@ void print_table(const char* title, const nlohmann::json& rows) {
   }
 }
 
-void print_human(const nlohmann::json& j) {
+void print_human(const nlohmann::json& j, const ckpt::TrainingState& state) {
   const auto& lr = j["learning_rate"];
   const auto& o = j["optimizer"];
   std::printf("checkpoint       %s (%.1f MB)\n", j["path"].get<std::string>().c_str(),
@@ -52,6 +52,10 @@ void print_human(const nlohmann::json& j) {
   std::printf("dptrain version  %s\n", j["dptrain_version"].get<std::string>().c_str());
   const auto& c = j["configuration"];
   std::printf("configuration    %s\n", (c.is_string() ? c.get<std::string>() : c.dump()).c_str());
+  std::printf("\nprogress (/progress attributes):\n");
+  for (const NamedFieldValue& f : field_values(state.progress)) {
+    std::printf("  %-24s %s\n", f.name.c_str(), field_value_text(f.value).c_str());
+  }
   print_table("parameters", j["parameters"]);
   print_table("buffers", j["buffers"]);
   print_table("momentum", j["momentum"]);
@@ -65,7 +69,7 @@ int inspect_checkpoint(const std::string& path, bool json) {
   if (json) {
     std::cout << j.dump() << "\n";
   } else {
-    print_human(j);
+    print_human(j, state);
   }
   return 0;
 }

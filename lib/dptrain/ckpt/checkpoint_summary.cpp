@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "dptrain/ckpt/progress_attributes.hpp"
+#include "dptrain/core/record_json.hpp"
 #include "dptrain/ckpt/tensor_statistics.hpp"
 
 namespace dptrain::ckpt {
@@ -56,6 +57,7 @@ nlohmann::json checkpoint_summary(const TrainingState& state, std::uintmax_t byt
             {"weight_decay", typed_value(o.sgd.weight_decay)},
             {"nesterov", o.sgd.nesterov},
             {"decay_all", o.sgd.decay_all}}},
+          {"progress", record_json(p)},
           {"dptrain_version", state.dptrain_version},
           {"configuration", configuration},
           {"parameters", tensor_rows(state.parameters)},

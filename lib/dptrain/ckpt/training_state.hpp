@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dptrain/core/fields.hpp"
 #include "dptrain/core/tensor.hpp"
 #include "dptrain/optim/schedule.hpp"
 #include "dptrain/optim/sgd.hpp"
@@ -22,6 +23,7 @@ struct NamedTensor {
 };
 
 // Where the run stands. The data position is global (not per rank), so a job resumes on any world size.
+// The table below is the /progress group's attributes, the broadcast of a resume and `inspect`'s rows.
 struct Progress {
   std::int64_t epoch = 0;
   std::int64_t global_step = 0;       // steps completed
@@ -33,12 +35,46 @@ struct Progress {
   double base_lr = 0;  // the schedule's scaled base rate, for readers without dptrain (0: capture computes it)
   double loss_scale = 1.0;            // mixed precision's dynamic loss scale (1.0 while training is fp32)
   std::int64_t loss_scale_clean_steps = -1;  // clean steps since the scale last changed; -1: no loss scaling
+
+  template <class Self, class Visit>
+  static void fields(Self& p, Visit&& visit) {
+    visit(Field{"epoch"}, p.epoch);
+    visit(Field{"global_step"}, p.global_step);
+    visit(Field{"samples_in_epoch"}, p.samples_in_epoch);
+    visit(Field{"seed"}, p.seed);
+    visit(Field{"global_batch"}, p.global_batch);
+    visit(Field{"world_size"}, p.world_size);
+    visit(Field{"loss_scale"}, p.loss_scale);
+    // Added with mixed precision: checkpoints written before it come from runs without loss scaling.
+    visit(Field{"loss_scale_clean_steps", Field::optional}, p.loss_scale_clean_steps);
+    visit(Field{"lr_schedule"}, p.schedule.kind);
+    visit(Field{"lr_base"}, p.base_lr);
+    visit(Field{"lr_per_256"}, p.schedule.lr_per_256);
+    visit(Field{"lr_global_batch"}, p.schedule.global_batch);
+    visit(Field{"lr_total_steps"}, p.schedule.total_steps);
+    visit(Field{"lr_warmup_steps"}, p.schedule.warmup_steps);
+    visit(Field{"lr_warmup_start_factor"}, p.schedule.warmup_start_factor);
+    visit(Field{"lr_milestones"}, p.schedule.milestones);
+    visit(Field{"lr_gamma"}, p.schedule.gamma);
+    visit(Field{"lr_poly_power"}, p.schedule.poly_power);
+    visit(Field{"lr_final"}, p.schedule.final_lr);
+  }
 };
 
 struct OptimizerState {
   std::string type = "sgd";
   SgdConfig sgd;
   std::vector<NamedTensor> momentum;  // named like the parameter it belongs to
+
+  // The /optimizer group's attributes (the momentum tensors are datasets beside them).
+  template <class Self, class Visit>
+  static void fields(Self& o, Visit&& visit) {
+    visit(Field{"type"}, o.type);
+    visit(Field{"momentum"}, o.sgd.momentum);
+    visit(Field{"weight_decay"}, o.sgd.weight_decay);
+    visit(Field{"nesterov"}, o.sgd.nesterov);
+    visit(Field{"decay_all"}, o.sgd.decay_all);
+  }
 };
 
 struct TrainingState {

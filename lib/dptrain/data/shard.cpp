@@ -6,22 +6,14 @@
 
 #include "dptrain/data/chunk_offsets.hpp"
 #include "dptrain/data/sample_file.hpp"
+#include "dptrain/hdf5/record_attributes.hpp"
 
 namespace dptrain::data {
 namespace {
 void write_header(hid_t file, const ShardHeader& h) {
   h5::write_attribute(file, "format", kShardFormat);
   h5::write_attribute(file, "version", std::int64_t{kShardVersion});
-  h5::write_attribute(file, "split", h.split);
-  h5::write_attribute(file, "shard_index", h.shard_index);
-  h5::write_attribute(file, "shard_count", h.shard_count);
-  h5::write_attribute(file, "first_sample", h.first_sample);
-  h5::write_attribute(file, "samples", h.samples);
-  h5::write_attribute(file, "height", h.height);
-  h5::write_attribute(file, "width", h.width);
-  h5::write_attribute(file, "channels", h.channels);
-  h5::write_attribute(file, "encoding", h.encoding);
-  h5::write_attribute(file, "classes", h.classes);
+  h5::write_record_attributes(file, h);
 }
 
 void write_labels(hid_t file, const ShardHeader& h, const std::int32_t* labels) {
@@ -112,41 +104,32 @@ ShardHeader read_shard_header(const std::string& path) {
   DPTRAIN_CHECK(version == kShardVersion, path, ": shard format version ", version, " is not supported (this dptrain reads ",
                 kShardVersion, ")");
   ShardHeader h;
-  h.split = h5::read_string_attribute(f, "split", path);
-  h.shard_index = h5::read_int_attribute(f, "shard_index", path);
-  h.shard_count = h5::read_int_attribute(f, "shard_count", path);
-  h.first_sample = h5::read_int_attribute(f, "first_sample", path);
-  h.samples = h5::read_int_attribute(f, "samples", path);
-  h.height = h5::read_int_attribute(f, "height", path);
-  h.width = h5::read_int_attribute(f, "width", path);
-  h.channels = h5::read_int_attribute(f, "channels", path);
-  h.encoding = h5::read_string_attribute(f, "encoding", path);
-  h.classes = h5::read_int_attribute(f, "classes", path);
+  h5::read_record_attributes(f, h, path);
   return h;
 }
 
 namespace {
-void check_field(const std::string& path, const char* field, std::int64_t actual, std::int64_t expected) {
-  DPTRAIN_CHECK(actual == expected, path, ": '", field, "' is ", actual, " but the manifest says ", expected);
-}
-void check_field(const std::string& path, const char* field, const std::string& actual, const std::string& expected) {
-  DPTRAIN_CHECK(actual == expected, path, ": '", field, "' is '", actual, "' but the manifest says '", expected, "'");
+// Every header field against the manifest's, naming the first that differs.
+void check_header(const std::string& path, const ShardHeader& actual, const ShardHeader& expected) {
+  auto shown = [](const FieldValue& v) {
+    // (appended, not "'" + text: GCC 12 warns falsely about the operator+ form)
+    std::string text = std::holds_alternative<std::string>(v) ? std::string("'") : std::string();
+    text.append(field_value_text(v));
+    if (std::holds_alternative<std::string>(v)) text.push_back('\'');
+    return text;
+  };
+  const std::vector<NamedFieldValue> a = field_values(actual), e = field_values(expected);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    DPTRAIN_CHECK(a[i].value == e[i].value, path, ": '", a[i].name, "' is ", shown(a[i].value),
+                  " but the manifest says ", shown(e[i].value));
+  }
 }
 }  // namespace
 
 ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, std::size_t cache_bytes)
     : path_(path), header_(read_shard_header(path)) {
   const ShardHeader& h = header_;
-  check_field(path, "split", h.split, expected.split);
-  check_field(path, "shard_index", h.shard_index, expected.shard_index);
-  check_field(path, "shard_count", h.shard_count, expected.shard_count);
-  check_field(path, "first_sample", h.first_sample, expected.first_sample);
-  check_field(path, "samples", h.samples, expected.samples);
-  check_field(path, "height", h.height, expected.height);
-  check_field(path, "width", h.width, expected.width);
-  check_field(path, "channels", h.channels, expected.channels);
-  check_field(path, "encoding", h.encoding, expected.encoding);
-  check_field(path, "classes", h.classes, expected.classes);
+  check_header(path, h, expected);
 
   file_h5_ = h5::open_file(path);
   {

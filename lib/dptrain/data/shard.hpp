@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dptrain/core/fields.hpp"
 #include "dptrain/hdf5/handle.hpp"
 #include "dptrain/data/manifest.hpp"
 
@@ -23,6 +24,21 @@ struct ShardHeader {
   std::string encoding = "raw";
   std::int64_t classes = 0;
   bool operator==(const ShardHeader&) const = default;
+
+  // The root attributes after `format` and `version` (written first, checked before these are read).
+  template <class Self, class Visit>
+  static void fields(Self& h, Visit&& visit) {
+    visit(Field{"split"}, h.split);
+    visit(Field{"shard_index"}, h.shard_index);
+    visit(Field{"shard_count"}, h.shard_count);
+    visit(Field{"first_sample"}, h.first_sample);
+    visit(Field{"samples"}, h.samples);
+    visit(Field{"height"}, h.height);
+    visit(Field{"width"}, h.width);
+    visit(Field{"channels"}, h.channels);
+    visit(Field{"encoding"}, h.encoding);
+    visit(Field{"classes"}, h.classes);
+  }
 };
 
 // How a raw shard's `images` are chunked. The converter's layout (one image per chunk, no filter) is

@@ -85,6 +85,54 @@ std::string read_string_attribute(hid_t object, const std::string& name, const s
   return value;
 }
 
+namespace {
+template <class T>
+void write_array_attribute(hid_t object, const std::string& name, const std::vector<T>& values, hid_t file_type,
+                           hid_t memory_type) {
+  const hsize_t dims[1] = {values.size()};
+  Handle space(DPTRAIN_H5_CHECK(values.empty() ? H5Screate(H5S_NULL) : H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  Handle attribute(DPTRAIN_H5_CHECK(H5Acreate2(object, name.c_str(), file_type, space.id(), H5P_DEFAULT, H5P_DEFAULT)),
+                   H5Aclose);
+  if (!values.empty()) DPTRAIN_H5_CHECK(H5Awrite(attribute.id(), memory_type, values.data()));
+}
+
+template <class T>
+std::vector<T> read_array_attribute(hid_t object, const std::string& name, const std::string& path_for_errors,
+                                    H5T_class_t type_class, hid_t memory_type, const char* what) {
+  Handle attribute = open_attribute(object, name, path_for_errors);
+  Handle type(DPTRAIN_H5_CHECK(H5Aget_type(attribute.id())), H5Tclose);
+  DPTRAIN_CHECK(H5Tget_class(type.id()) == type_class, path_for_errors, ": attribute '", name, "' is not ", what);
+  Handle space(DPTRAIN_H5_CHECK(H5Aget_space(attribute.id())), H5Sclose);
+  const hssize_t count = DPTRAIN_H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
+  std::vector<T> values(static_cast<std::size_t>(count));
+  if (count > 0) DPTRAIN_H5_CHECK(H5Aread(attribute.id(), memory_type, values.data()));
+  return values;
+}
+}  // namespace
+
+void write_int_array_attribute(hid_t object, const std::string& name, const std::vector<std::int64_t>& values) {
+  write_array_attribute(object, name, values, H5T_STD_I64LE, H5T_NATIVE_INT64);
+}
+
+std::vector<std::int64_t> read_int_array_attribute(hid_t object, const std::string& name,
+                                                   const std::string& path_for_errors) {
+  return read_array_attribute<std::int64_t>(object, name, path_for_errors, H5T_INTEGER, H5T_NATIVE_INT64,
+                                            "an integer array");
+}
+
+void write_double_array_attribute(hid_t object, const std::string& name, const std::vector<double>& values) {
+  write_array_attribute(object, name, values, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+}
+
+std::vector<double> read_double_array_attribute(hid_t object, const std::string& name,
+                                                const std::string& path_for_errors) {
+  return read_array_attribute<double>(object, name, path_for_errors, H5T_FLOAT, H5T_NATIVE_DOUBLE, "a number array");
+}
+
+bool has_attribute(hid_t object, const std::string& name) {
+  return DPTRAIN_H5_CHECK(H5Aexists(object, name.c_str())) > 0;
+}
+
 std::vector<hsize_t> dataset_dims(hid_t dataset) {
   Handle space(DPTRAIN_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
   const int rank = DPTRAIN_H5_CHECK(H5Sget_simple_extent_ndims(space.id()));

@@ -64,6 +64,15 @@ std::string read_string_attribute(hid_t object, const std::string& name, const s
 // Named apart from write_attribute so that an int argument is never ambiguous between the overloads.
 void write_double_attribute(hid_t object, const std::string& name, double value);
 double read_double_attribute(hid_t object, const std::string& name, const std::string& path_for_errors);
+// One-dimensional int64 and double attributes (an empty list is a null dataspace: a zero-length simple
+// dataspace is not accepted for attributes by every HDF5 release).
+void write_int_array_attribute(hid_t object, const std::string& name, const std::vector<std::int64_t>& values);
+std::vector<std::int64_t> read_int_array_attribute(hid_t object, const std::string& name,
+                                                   const std::string& path_for_errors);
+void write_double_array_attribute(hid_t object, const std::string& name, const std::vector<double>& values);
+std::vector<double> read_double_array_attribute(hid_t object, const std::string& name,
+                                                const std::string& path_for_errors);
+bool has_attribute(hid_t object, const std::string& name);
 
 // The dimensions of a dataset.
 std::vector<hsize_t> dataset_dims(hid_t dataset);

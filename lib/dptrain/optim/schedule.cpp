@@ -16,6 +16,16 @@ ScheduleKind parse_schedule(const std::string& name) {
   throw Error("unknown learning-rate schedule '" + name + "'; use constant, step, poly or cosine");
 }
 
+const char* schedule_name(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::constant: return "constant";
+    case ScheduleKind::step: return "step";
+    case ScheduleKind::poly: return "poly";
+    case ScheduleKind::cosine: return "cosine";
+  }
+  return "?";
+}
+
 LearningRateSchedule::LearningRateSchedule(ScheduleConfig config)
     : config_(std::move(config)), base_(config_.lr_per_256 * static_cast<double>(config_.global_batch) / 256.0) {
   DPTRAIN_CHECK(config_.global_batch > 0, "the global batch must be positive");

@@ -24,6 +24,10 @@ struct ScheduleConfig {
 };
 
 ScheduleKind parse_schedule(const std::string& name);  // "constant", "step", "poly", "cosine"
+const char* schedule_name(ScheduleKind kind);
+// ScheduleKind as a field of a record (core/fields.hpp).
+inline const char* field_text(ScheduleKind kind) { return schedule_name(kind); }
+inline void parse_field_text(const std::string& text, ScheduleKind& kind) { kind = parse_schedule(text); }
 
 class LearningRateSchedule {
  public:

@@ -1,4 +1,4 @@
-#include "training_log.hpp"
+#include "dptrain/train/training_log.hpp"
 
 #include <algorithm>
 #include <iomanip>
@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "dptrain/core/error.hpp"
-#include "json_writer.hpp"
+#include "dptrain/core/json_line.hpp"
 
-namespace dptrain::app {
+namespace dptrain {
 
 TrainingLog::TrainingLog(distributed::Communicator& comm, std::ostream& out, const std::string& metrics_path,
                          std::int64_t total_steps, int global_batch)
@@ -76,7 +76,7 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
   if (memory_mib >= 0) o << "  GPU " << std::setprecision(0) << memory_mib << " MiB";
   o << "  lr " << std::setprecision(5) << learning_rate << "  eta " << std::setprecision(0) << eta << " s\n";
   if (metrics_.is_open()) {
-    JsonWriter j(metrics_);
+    JsonLine j(metrics_);
     j.field("type", "step").field("epoch", epoch).field("step", step).field("loss", loss);
     j.field("accuracy", accuracy).field("images_per_sec", rate).field("data_wait_fraction", wait_fraction);
     j.field("communication_wait_fraction", exposed / std::max(seconds_, 1e-12)).field("learning_rate", learning_rate);
@@ -98,7 +98,7 @@ void TrainingLog::report_evaluation(std::int64_t epoch, std::int64_t step, const
         << std::setprecision(4) << e.top1 << "  top-5 " << e.top5 << "  (" << e.samples << " images, "
         << std::setprecision(1) << e.seconds << " s)\n";
   if (metrics_.is_open()) {
-    JsonWriter j(metrics_);
+    JsonLine j(metrics_);
     j.field("type", "eval").field("epoch", epoch).field("step", step).field("loss", e.loss);
     j.field("top1", e.top1).field("top5", e.top5).field("samples", e.samples);
     j.close();
@@ -137,7 +137,7 @@ void TrainingLog::report_summary(const std::string& model, const std::string& da
   }
   o << "\n";
   if (metrics_.is_open()) {
-    JsonWriter j(metrics_);
+    JsonLine j(metrics_);
     j.field("type", "summary").field("model", model).field("dataset", dataset).field("batch_size", batch);
     j.field("global_batch", global_batch_).field("world_size", comm_.size()).field("steps", steps);
     j.field("backend", backend_).field("precision", precision_);
@@ -150,4 +150,4 @@ void TrainingLog::report_summary(const std::string& model, const std::string& da
   }
 }
 
-}  // namespace dptrain::app
+}  // namespace dptrain

@@ -1,6 +1,5 @@
-#include "run_checkpoints.hpp"
+#include "dptrain/train/run_checkpoints.hpp"
 
-#include <bit>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -10,9 +9,10 @@
 #include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/preemption.hpp"  // preemption_requested (train installs the handlers first)
 #include "dptrain/core/error.hpp"
+#include "dptrain/distributed/broadcast.hpp"
 #include "dptrain/distributed/parameter_sync.hpp"
 
-namespace dptrain::app {
+namespace dptrain {
 
 RunCheckpoints::RunCheckpoints(CheckpointOptions options, distributed::Communicator& comm, std::ostream& log)
     : options_(std::move(options)),
@@ -37,8 +37,7 @@ void RunCheckpoints::announce_ready() {
 }
 
 std::optional<ckpt::Progress> RunCheckpoints::locate() {
-  // What rank 0 found: whether to resume, and the progress fields every rank needs.
-  std::int64_t found[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  // Rank 0 alone looks; every rank learns whether it found one, and its progress.
   if (comm_.rank() == 0 && options_.resume != "none") {
     if (options_.resume == "auto") {
       if (!options_.directory.empty()) {
@@ -52,28 +51,10 @@ std::optional<ckpt::Progress> RunCheckpoints::locate() {
       resumed_from_ = ckpt::resolve_checkpoint_path(options_.resume);
       loaded_ = ckpt::read_checkpoint(resumed_from_);
     }
-    if (loaded_) {
-      const ckpt::Progress& p = loaded_->progress;
-      found[0] = 1;
-      found[1] = p.epoch;
-      found[2] = p.global_step;
-      found[3] = p.samples_in_epoch;
-      found[4] = p.global_batch;
-      found[5] = p.world_size;
-      found[6] = std::bit_cast<std::int64_t>(p.loss_scale);
-      found[7] = p.loss_scale_clean_steps;
-    }
   }
-  comm_.broadcast(found, sizeof found, 0);
-  if (!found[0]) return std::nullopt;
-  ckpt::Progress progress;
-  progress.epoch = found[1];
-  progress.global_step = found[2];
-  progress.samples_in_epoch = found[3];
-  progress.global_batch = found[4];
-  progress.world_size = found[5];
-  progress.loss_scale = std::bit_cast<double>(found[6]);
-  progress.loss_scale_clean_steps = found[7];
+  if (comm_.max(loaded_ ? 1 : 0) == 0) return std::nullopt;
+  ckpt::Progress progress = comm_.rank() == 0 ? loaded_->progress : ckpt::Progress{};
+  distributed::broadcast_record(progress, comm_);
   return progress;
 }
 
@@ -125,4 +106,4 @@ void RunCheckpoints::write(const std::string& model, Net& net, Sgd& sgd, const c
   comm_.barrier();  // nobody runs ahead (or exits) before the checkpoint is complete
 }
 
-}  // namespace dptrain::app
+}  // namespace dptrain

@@ -16,7 +16,7 @@
 #include "dptrain/ckpt/training_state.hpp"
 #include "dptrain/distributed/communicator.hpp"
 
-namespace dptrain::app {
+namespace dptrain {
 
 struct CheckpointOptions {
   std::string directory;        // --checkpoint-dir ("" : no checkpoints)
@@ -67,4 +67,4 @@ class RunCheckpoints {
   std::string resumed_from_;
 };
 
-}  // namespace dptrain::app
+}  // namespace dptrain

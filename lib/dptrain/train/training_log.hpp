@@ -13,7 +13,7 @@
 #include "dptrain/train/evaluation.hpp"
 #include "dptrain/train/trainer.hpp"
 
-namespace dptrain::app {
+namespace dptrain {
 
 class TrainingLog {
  public:
@@ -57,4 +57,4 @@ class TrainingLog {
   const LossScaler* scaler_ = nullptr;
 };
 
-}  // namespace dptrain::app
+}  // namespace dptrain

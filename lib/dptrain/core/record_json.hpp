@@ -1,0 +1,72 @@
+#pragma once
+// A record (core/fields.hpp) as a flat JSON object and back: one key per field, enums as their text.
+#include <string>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+#include "dptrain/core/error.hpp"
+#include "dptrain/core/fields.hpp"
+
+namespace dptrain {
+
+template <class Record>
+nlohmann::json record_json(const Record& record) {
+  nlohmann::json j = nlohmann::json::object();
+  for_each_field(record, [&](Field f, const auto& member) {
+    using T = std::remove_cvref_t<decltype(member)>;
+    if constexpr (std::is_enum_v<T>) {
+      j[f.name] = std::string(field_text(member));
+    } else {
+      j[f.name] = member;
+    }
+  });
+  return j;
+}
+
+enum class MissingFields { error, keep_defaults };
+
+// Fills `record` from `j`. A required key that is missing (unless `missing` keeps defaults), or a
+// value of the wrong kind, is an Error naming `where` and the key; an optional key that is missing
+// keeps the record's value. Keys the table does not list are ignored (a newer writer's fields).
+template <class Record>
+void read_record_json(const nlohmann::json& j, Record& record, const std::string& where,
+                      MissingFields missing = MissingFields::error) {
+  DPTRAIN_CHECK(j.is_object(), where, ": expected a JSON object");
+  for_each_field(record, [&](Field f, auto& member) {
+    using T = std::remove_cvref_t<decltype(member)>;
+    const auto it = j.find(f.name);
+    if (it == j.end()) {
+      DPTRAIN_CHECK(f.presence == Field::optional || missing == MissingFields::keep_defaults, where, ": '", f.name,
+                    "' is missing");
+      return;
+    }
+    const nlohmann::json& v = *it;
+    bool fits = false;
+    if constexpr (std::is_same_v<T, bool>) {
+      fits = v.is_boolean();
+    } else if constexpr (std::is_enum_v<T>) {
+      fits = v.is_string();
+    } else if constexpr (std::is_integral_v<T>) {
+      fits = v.is_number_integer() && (std::is_signed_v<T> || v.is_number_unsigned() || v.get<std::int64_t>() >= 0);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      fits = v.is_number();
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      fits = v.is_string();
+    } else {
+      fits = v.is_array();
+    }
+    DPTRAIN_CHECK(fits, where, ": '", f.name, "' has the wrong type (", v.dump(), ")");
+    try {
+      if constexpr (std::is_enum_v<T>) {
+        parse_field_text(v.get<std::string>(), member);
+      } else {
+        member = v.get<T>();
+      }
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(where + ": '" + f.name + "': " + e.what());
+    }
+  });
+}
+
+}  // namespace dptrain

@@ -1,0 +1,308 @@
+#include "dptrain/train/training_run.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include "dptrain/ckpt/preemption.hpp"
+#include "dptrain/data/loader.hpp"
+#include "dptrain/distributed/gradient_reducer.hpp"
+#include "dptrain/distributed/parameter_sync.hpp"
+#include "dptrain/net/models/registry.hpp"
+#include "dptrain/train/shared_manifest.hpp"
+#include "dptrain/train/training_log.hpp"
+
+namespace dptrain {
+namespace {
+using clock = std::chrono::steady_clock;
+double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+
+TrainerConfig trainer_config(const TrainingRunConfig& o, int global_batch, std::int64_t total_steps,
+                             std::int64_t steps_per_epoch) {
+  TrainerConfig tc;
+  tc.seed = o.seed;
+  tc.sgd = SgdConfig{o.momentum, o.weight_decay, o.nesterov, false};
+  tc.loss_scale = loss_scale_config(o.device);
+  tc.schedule.kind = parse_schedule(o.schedule);
+  tc.schedule.lr_per_256 = o.lr;
+  tc.schedule.global_batch = global_batch;
+  tc.schedule.total_steps = total_steps;
+  const auto epochs_to_steps = [&](double epochs) {
+    return static_cast<std::int64_t>(epochs * static_cast<double>(steps_per_epoch));
+  };
+  tc.schedule.warmup_steps = epochs_to_steps(o.warmup_epochs);
+  for (double e : o.milestones) tc.schedule.milestones.push_back(epochs_to_steps(e));
+  return tc;
+}
+}  // namespace
+
+struct TrainingRun::State {
+  TrainingRunConfig o;
+  std::ostream discard{nullptr};  // the other ranks print nothing
+  std::ostream* out = nullptr;
+  std::unique_ptr<distributed::Job> job;
+  data::Manifest manifest;
+  std::unique_ptr<RunCheckpoints> checkpoints;
+  std::optional<ckpt::Progress> resume;
+  int per_rank_batch = 0, global_batch = 0;
+  std::unique_ptr<Backend> backend;
+  ModelConfig model;
+  std::unique_ptr<Net> net;
+  data::LoaderConfig train_cfg;
+  std::unique_ptr<data::Loader> train_loader;
+  std::int64_t steps_per_epoch = 0, total_steps = 0, samples_per_epoch = 0;
+  TrainerConfig tc;
+  std::unique_ptr<Trainer> trainer;
+  std::string configuration;
+  std::int64_t first_step = 0, step = 0;
+  std::unique_ptr<distributed::Communicator> gradient_comm;
+  std::unique_ptr<distributed::GradientReducer> reducer;
+  std::optional<data::Loader> eval_loader;
+  std::unique_ptr<TrainingLog> log;
+  std::optional<Evaluation> last_eval;
+  ckpt::Progress progress;
+  bool stopped = false;
+  clock::time_point start, step_start;
+  std::unique_ptr<InputStager> stager;
+  double wait = 0;  // seconds this step waited for the loader
+  data::Batch batch, upcoming;
+
+  void start_up();
+  void restore();
+  void connect_gradients();
+  void announce();
+  void fetch(data::Batch& into);
+  ckpt::Progress progress_after(const data::Batch& done) const;
+};
+
+void TrainingRun::State::start_up() {
+  DPTRAIN_CHECK((o.epochs > 0) != (o.steps > 0), "give exactly one of --epochs and --steps");
+  // First of all: a USR1/TERM from here on is remembered and honoured at the first step boundary
+  // (checkpoint, exit 75) instead of killing the rank while MPI and the data are still starting.
+  ckpt::install_preemption_handlers();
+  job = std::make_unique<distributed::Job>(o.dist, visible_devices(o.device));
+  distributed::Communicator& comm = job->communicator();
+  o.world_size = job->size();
+  out = job->is_root() ? out : &discard;
+  manifest = read_manifest(o.data, comm);
+  checkpoints = std::make_unique<RunCheckpoints>(o.checkpoints, comm, *out);
+  checkpoints->announce_ready();
+  resume = checkpoints->locate();
+  per_rank_batch = o.batch;
+  if (resume && !o.batch_given) {
+    // The same global batch on another number of ranks: the run continues the same optimisation.
+    DPTRAIN_CHECK(resume->global_batch % job->size() == 0, "the checkpoint's global batch of ", resume->global_batch,
+                  " does not divide among ", job->size(), " ranks; give --batch-size (per rank) to change it, and "
+                  "the learning rate follows the linear scaling rule");
+    per_rank_batch = static_cast<int>(resume->global_batch / job->size());
+  }
+  global_batch = per_rank_batch * job->size();
+
+  backend = make_backend(o.device, *job);
+  model.batch = per_rank_batch;
+  model.channels = manifest.channels;
+  model.image_size = o.crop > 0 ? o.crop : std::min(manifest.height, manifest.width);
+  model.classes = manifest.class_count();
+  model.aux_heads = o.aux_heads;
+  model.label_smoothing = o.label_smoothing;
+  model.memory = memory_options(o.device, NetPurpose::training);
+  net = build_model(o.model, *backend, model);
+  net->initialize(o.seed);
+  distributed::broadcast_parameters(*net, comm);
+
+  train_cfg.split = "train";
+  train_cfg.batch = per_rank_batch;
+  train_cfg.rank = job->rank();
+  train_cfg.world_size = job->size();
+  train_cfg.training = true;
+  train_cfg.crop = model.image_size;
+  train_cfg.pad = o.pad;
+  train_cfg.flip = o.flip;
+  train_cfg.threads = loader_threads(o.loader_threads, *job, !backend->device().is_cpu());
+  train_cfg.seed = o.seed;
+  train_loader = std::make_unique<data::Loader>(manifest, o.data, train_cfg);
+  steps_per_epoch = train_loader->steps_per_epoch();
+  DPTRAIN_CHECK(steps_per_epoch > 0, o.data, ": the train split has ", manifest.split("train").samples,
+                " samples, fewer than one global batch of ", global_batch);
+  total_steps = o.steps > 0 ? o.steps : o.epochs * steps_per_epoch;
+  samples_per_epoch = steps_per_epoch * global_batch;
+
+  tc = trainer_config(o, global_batch, total_steps, steps_per_epoch);
+  trainer = std::make_unique<Trainer>(*net, tc);
+  configuration = stored_configuration(o);
+  if (resume) restore();
+  progress.global_step = first_step;
+  if (resume) {
+    progress.epoch = resume->epoch;
+    progress.samples_in_epoch = resume->samples_in_epoch;
+  }
+  progress.seed = o.seed;
+  progress.global_batch = global_batch;
+  progress.world_size = job->size();
+  progress.schedule = tc.schedule;
+  progress.base_lr = trainer->schedule().base();
+  connect_gradients();
+
+  if (manifest.splits.contains("validation")) {
+    data::LoaderConfig eval_cfg = train_cfg;
+    eval_cfg.split = "validation";
+    eval_cfg.training = false;
+    eval_loader.emplace(manifest, o.data, eval_cfg);
+  }
+  log = std::make_unique<TrainingLog>(comm, *out, o.metrics, total_steps, global_batch);
+  log->set_run_info(o.device.backend, o.device.precision);
+  log->watch_loss_scaler(&trainer->loss_scaler());
+  if (!backend->device().is_cpu()) log->watch_device_memory([this] { return peak_device_mib(*backend); });
+  announce();
+
+  start = clock::now();
+  // The next batch is fetched and its transfer started while the device computes the current step
+  // (once the backward pass is queued, before the host waits for anything), so a GPU never waits
+  // for a copy.
+  stager = backend->make_input_stager(net->image_shape());
+  step_start = clock::now();  // the first step's clock includes fetching its batch
+  step = first_step;
+  fetch(batch);
+  *out << "data: " << train_cfg.threads << " loader thread" << (train_cfg.threads == 1 ? "" : "s") << " per rank"
+       << (o.loader_threads > 0 ? "" : " (the cores compute leaves free; --loader-threads to change)")
+       << ", samples read by " << train_loader->read_path() << "\n";
+  trainer->set_after_backward_queued([this] {
+    if (step + 1 < total_steps) fetch(upcoming);
+  });
+}
+
+void TrainingRun::State::restore() {
+  checkpoints->restore(o.model, *net, trainer->optimizer());
+  trainer->set_global_step(resume->global_step);
+  trainer->loss_scaler().restore({resume->loss_scale, resume->loss_scale_clean_steps});
+  train_loader->seek(resume->epoch, resume->samples_in_epoch);
+  first_step = resume->global_step;
+  *out << "resuming from " << checkpoints->resumed_from() << ": step " << resume->global_step << ", epoch "
+       << resume->epoch + 1 << ", sample " << resume->samples_in_epoch << " of the epoch (saved on "
+       << resume->world_size << " rank" << (resume->world_size == 1 ? "" : "s") << ", global batch "
+       << resume->global_batch << ")\n";
+  DPTRAIN_CHECK(first_step < total_steps, "the checkpoint is at step ", first_step, ", which is not before the last "
+                "step ", total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
+}
+
+void TrainingRun::State::connect_gradients() {
+  // Gradients go through NCCL on GPUs; metrics, checkpoints and control stay on the host communicator.
+  gradient_comm = make_gradient_communicator(*backend, *job);
+  reducer = std::make_unique<distributed::GradientReducer>(*backend, gradient_comm ? *gradient_comm : job->communicator(),
+                                                           net->parameters(), job->reducer_config());
+  reducer->attach(*net);
+  trainer->set_gradient_sync([this] { reducer->synchronize(); });
+}
+
+void TrainingRun::State::announce() {
+  const data::SplitInfo& train_split = manifest.split("train");
+  const int ranks = job->size();
+  *out << "dptrain train: " << o.model << " on " << manifest.name << " (" << train_split.samples << " images, "
+       << manifest.class_count() << " classes, " << model.image_size << "x" << model.image_size << "x"
+       << manifest.channels << "), " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << per_rank_batch
+       << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch << " per epoch), lr "
+       << trainer->schedule().base() << " (" << o.lr << " per 256), " << backend->name() << ", "
+       << o.device.precision << "\n";
+  if (trainer->loss_scaler().enabled()) *out << "loss scaling: " << describe(tc.loss_scale) << "\n";
+  if (ranks > 1) {
+    *out << "gradients: " << reducer->communicator().name() << ", " << reducer->bucket_count() << " buckets of up to "
+         << o.dist.bucket_mb << " MB, overlap " << (job->reducer_config().overlap ? "on" : "off") << ", "
+         << job->compute_threads() << " compute thread(s) per rank\n"
+         << describe(job->topology());
+  }
+}
+
+void TrainingRun::State::fetch(data::Batch& into) {
+  const auto t = clock::now();
+  into = train_loader->next();
+  wait += since(t);
+  stager->stage(into.images);
+}
+
+ckpt::Progress TrainingRun::State::progress_after(const data::Batch& done) const {
+  // Where the next step starts: the position is global, so a resume on any number of ranks
+  // continues with the next sample.
+  ckpt::Progress p = progress;
+  p.epoch = done.epoch;
+  p.samples_in_epoch = done.position + global_batch;
+  if (p.samples_in_epoch + global_batch > samples_per_epoch) {
+    ++p.epoch;
+    p.samples_in_epoch = 0;
+  }
+  p.global_step = step + 1;
+  const LossScaleState scale = trainer->loss_scaler().state_for_checkpoint();
+  p.loss_scale = scale.scale;
+  p.loss_scale_clean_steps = scale.clean_steps;
+  return p;
+}
+
+TrainingRun::TrainingRun(TrainingRunConfig config, std::ostream& out) : s_(std::make_unique<State>()) {
+  s_->o = std::move(config);
+  s_->out = &out;
+  s_->start_up();
+}
+
+TrainingRun::~TrainingRun() = default;
+
+StepOutcome TrainingRun::step() {
+  State& s = *s_;
+  DPTRAIN_CHECK(!finished(), "TrainingRun::step() after the run finished");
+  const std::int64_t step = s.step;
+  if (step != s.first_step) s.step_start = clock::now();
+  s.stager->finish(s.net->images());
+  std::copy_n(s.batch.labels.data<std::int32_t>(), s.batch.labels.numel(), s.net->labels().data<std::int32_t>());
+  StepOutcome outcome;
+  outcome.result = s.trainer->step(s.batch.epoch, s.batch.first_sample);
+  const StepResult& r = outcome.result;
+  DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
+                "; lower --lr or check the data");
+  s.log->record_step(r, s.per_rank_batch, since(s.step_start), s.wait);
+  s.wait = 0;
+  s.progress = s.progress_after(s.batch);
+  const bool last = step + 1 == s.total_steps;
+  outcome.epoch_end = s.progress.epoch != s.batch.epoch;
+  if ((step + 1) % s.o.log_every == 0 || last || outcome.epoch_end) {
+    s.log->report_window(s.batch.epoch, step + 1, r.learning_rate, s.reducer->stats());
+  }
+  if (outcome.epoch_end) s.log->report_epoch_end(s.batch.epoch, s.train_cfg.threads);
+  if ((outcome.epoch_end || last) && s.eval_loader) {
+    s.last_eval = evaluate(*s.net, *s.trainer, *s.eval_loader, s.job->communicator());
+    s.log->report_evaluation(s.batch.epoch, step + 1, *s.last_eval);
+    outcome.evaluated = true;
+  }
+  const RunCheckpoints::Next next = s.checkpoints->after_step(step + 1, last);
+  if (next != RunCheckpoints::Next::train && s.checkpoints->enabled()) {
+    s.checkpoints->write(s.o.model, *s.net, s.trainer->optimizer(), s.progress, s.configuration);
+    outcome.checkpointed = true;
+  }
+  outcome.stop = next == RunCheckpoints::Next::checkpoint_and_stop;
+  s.stopped = outcome.stop;
+  s.batch = std::move(s.upcoming);
+  s.step = step + 1;
+  return outcome;
+}
+
+bool TrainingRun::finished() const { return s_->stopped || s_->step >= s_->total_steps; }
+
+int TrainingRun::run() {
+  State& s = *s_;
+  while (!finished()) {
+    if (step().stop) return ckpt::kExitPreempted;
+  }
+  s.log->report_summary(s.o.model, s.manifest.name, s.per_rank_batch, s.total_steps - s.first_step, since(s.start),
+                        s.last_eval ? &*s.last_eval : nullptr, s.reducer->stats());
+  return 0;
+}
+
+const ckpt::Progress& TrainingRun::progress() const { return s_->progress; }
+std::int64_t TrainingRun::first_step() const { return s_->first_step; }
+std::int64_t TrainingRun::total_steps() const { return s_->total_steps; }
+std::int64_t TrainingRun::steps_per_epoch() const { return s_->steps_per_epoch; }
+int TrainingRun::per_rank_batch() const { return s_->per_rank_batch; }
+int TrainingRun::global_batch() const { return s_->global_batch; }
+bool TrainingRun::resumed() const { return s_->resume.has_value(); }
+const std::optional<Evaluation>& TrainingRun::last_evaluation() const { return s_->last_eval; }
+Net& TrainingRun::net() { return *s_->net; }
+distributed::Job& TrainingRun::job() { return *s_->job; }
+
+}  // namespace dptrain

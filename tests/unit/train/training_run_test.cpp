@@ -1,0 +1,165 @@
+// TrainingRun on one rank, driven step by step as `dptrain train` drives it: where each step's
+// decisions fall (epoch ends, evaluations, checkpoints, a stop), what progress a checkpoint gets,
+// and that a stopped and resumed run ends bit for bit where the uninterrupted one does.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+#include "dptrain/ckpt/checkpoint_file.hpp"
+#include "dptrain/ckpt/preemption.hpp"
+#include "dptrain/net/net.hpp"
+#include "dptrain/train/training_run.hpp"
+#include "support/dataset_testing.hpp"
+#include "support/field_testing.hpp"
+
+namespace dptrain {
+namespace {
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("dptrain-run-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+const fs::path& tiny_data() {
+  static TempDir dir;
+  static const bool written = (testing::write_tiny_dataset((dir.path / "data").string()), true);
+  (void)written;
+  return dir.path;
+}
+
+TrainingRunConfig lenet_config(const fs::path& checkpoints) {
+  TrainingRunConfig c;
+  c.model = "lenet";
+  c.data = (tiny_data() / "data").string();
+  c.batch = 16;  // 96 training images: 6 steps per epoch
+  c.lr = 0.5;
+  c.loader_threads = 1;
+  c.log_every = 1000;
+  c.seed = 11;
+  c.checkpoints.directory = checkpoints.string();
+  return c;
+}
+
+std::vector<float> weights(Net& net) {
+  std::vector<float> all;
+  for (Parameter* p : net.parameters()) {
+    const Tensor host = net.backend().to_host(p->value);
+    all.insert(all.end(), host.data<float>(), host.data<float>() + host.numel());
+  }
+  return all;
+}
+
+TEST_CASE("a run's steps end epochs, evaluate and checkpoint where the configuration says", "[train][run]") {
+  TempDir dir;
+  TrainingRunConfig c = lenet_config(dir.path / "ckpt");
+  c.epochs = 2;
+  c.checkpoints.every = "4";
+  std::ostringstream out;
+  TrainingRun run(c, out);
+  CHECK_FALSE(run.resumed());
+  CHECK(run.steps_per_epoch() == 6);
+  CHECK(run.total_steps() == 12);
+  CHECK(run.global_batch() == 16);
+  std::vector<std::int64_t> epoch_ends, evaluations, checkpoints;
+  while (!run.finished()) {
+    const StepOutcome o = run.step();
+    const std::int64_t step = run.progress().global_step;
+    CHECK_FALSE(o.stop);
+    if (o.epoch_end) epoch_ends.push_back(step);
+    if (o.evaluated) evaluations.push_back(step);
+    if (o.checkpointed) checkpoints.push_back(step);
+    if (step == 3) {
+      CHECK(run.progress().epoch == 0);
+      CHECK(run.progress().samples_in_epoch == 48);
+    }
+    if (step == 6) {
+      CHECK(run.progress().epoch == 1);
+      CHECK(run.progress().samples_in_epoch == 0);
+    }
+  }
+  CHECK(epoch_ends == std::vector<std::int64_t>{6, 12});
+  CHECK(evaluations == std::vector<std::int64_t>{6, 12});
+  CHECK(checkpoints == std::vector<std::int64_t>{4, 8, 12});
+  REQUIRE(run.last_evaluation());
+  CHECK(run.last_evaluation()->samples == 32);
+  CHECK(out.str().find("dptrain train: lenet on tiny (96 images, 4 classes, 28x28x1), 1 rank x batch 16 = 16, 12 "
+                       "steps (6 per epoch)") != std::string::npos);
+
+  // The newest checkpoint holds the progress the run reports, and the configuration it was given.
+  const ckpt::TrainingState saved = ckpt::read_checkpoint((dir.path / "ckpt" / "ckpt-000000012.h5").string());
+  CHECK(field_values(saved.progress) == field_values(run.progress()));
+  const TrainingRunConfig stored = parse_stored_configuration(saved.configuration, "test");
+  CHECK(stored.model == "lenet");
+  CHECK(stored.epochs == 2);
+  CHECK(stored.seed == 11);
+  CHECK(stored.world_size == 1);
+  CHECK(stored.checkpoints.every == "4");
+}
+
+TEST_CASE("a run stopped at a step and resumed ends bit for bit where the uninterrupted run does", "[train][run]") {
+  TempDir dir;
+  TrainingRunConfig c = lenet_config(dir.path / "whole");
+  c.steps = 10;
+  c.flip = true;
+  c.pad = 2;
+  c.crop = 28;
+  std::ostringstream quiet;
+  TrainingRun whole(c, quiet);
+  REQUIRE(whole.run() == 0);
+  const std::vector<float> expected = weights(whole.net());
+
+  c.checkpoints.directory = (dir.path / "split").string();
+  c.checkpoints.stop_at_step = 4;
+  {
+    TrainingRun first(c, quiet);
+    CHECK(first.run() == ckpt::kExitPreempted);
+    CHECK(first.finished());
+    CHECK(first.progress().global_step == 4);
+  }
+  c.checkpoints.stop_at_step = 0;
+  c.batch = 999;  // not given: a resume keeps the checkpoint's global batch
+  std::ostringstream out;
+  TrainingRun second(c, out);
+  CHECK(second.resumed());
+  CHECK(second.first_step() == 4);
+  CHECK(second.per_rank_batch() == 16);
+  CHECK(out.str().find("resuming from ") != std::string::npos);
+  REQUIRE(second.run() == 0);
+  CHECK(weights(second.net()) == expected);
+  CHECK(field_values(second.progress()) == field_values(whole.progress()));
+}
+
+TEST_CASE("a run refuses a finished checkpoint and an ambiguous length", "[train][run]") {
+  TempDir dir;
+  TrainingRunConfig c = lenet_config(dir.path / "ckpt");
+  std::ostringstream quiet;
+  CHECK_THROWS_WITH(TrainingRun(c, quiet), Catch::Contains("give exactly one of --epochs and --steps"));
+  c.steps = 2;
+  { TrainingRun(c, quiet).run(); }
+  CHECK_THROWS_WITH(TrainingRun(c, quiet), Catch::Contains("it is finished (raise --steps or --epochs to go on)"));
+}
+
+TEST_CASE("the stored configuration round-trips every field", "[train][fields]") {
+  TrainingRunConfig c;
+  testing::fill_distinct(c);
+  testing::check_fields_differ_from_defaults(c);
+  testing::check_round_trips(c);
+  CHECK(field_values(parse_stored_configuration(stored_configuration(c), "test")) == field_values(c));
+  // A configuration from an older dptrain lacks keys: they keep the defaults.
+  CHECK(parse_stored_configuration("{\"crop\": 24}", "test").crop == 24);
+  CHECK(parse_stored_configuration("not json", "test").aux_heads);
+}
+
+}  // namespace
+}  // namespace dptrain
