@@ -2,6 +2,7 @@
 // A record (core/fields.hpp) as a flat JSON object and back: one key per field, enums as their text.
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -48,7 +49,9 @@ void read_record_json(const nlohmann::json& j, Record& record, const std::string
     } else if constexpr (std::is_enum_v<T>) {
       fits = v.is_string();
     } else if constexpr (std::is_integral_v<T>) {
-      fits = v.is_number_integer() && (std::is_signed_v<T> || v.is_number_unsigned() || v.get<std::int64_t>() >= 0);
+      // In the member's range: nlohmann's get<int> would wrap a 2^40 silently.
+      fits = v.is_number_unsigned() ? std::in_range<T>(v.get<std::uint64_t>())
+                                    : v.is_number_integer() && std::in_range<T>(v.get<std::int64_t>());
     } else if constexpr (std::is_floating_point_v<T>) {
       fits = v.is_number();
     } else if constexpr (std::is_same_v<T, std::string>) {

@@ -303,6 +303,5 @@ int TrainingRun::global_batch() const { return s_->global_batch; }
 bool TrainingRun::resumed() const { return s_->resume.has_value(); }
 const std::optional<Evaluation>& TrainingRun::last_evaluation() const { return s_->last_eval; }
 Net& TrainingRun::net() { return *s_->net; }
-distributed::Job& TrainingRun::job() { return *s_->job; }
 
 }  // namespace dptrain

@@ -56,7 +56,6 @@ class TrainingRun {
   // The last evaluation (nullopt before the first).
   const std::optional<Evaluation>& last_evaluation() const;
   Net& net();
-  distributed::Job& job();
 
  private:
   struct State;

@@ -159,6 +159,10 @@ TEST_CASE("the stored configuration round-trips every field", "[train][fields]")
   // A configuration from an older dptrain lacks keys: they keep the defaults.
   CHECK(parse_stored_configuration("{\"crop\": 24}", "test").crop == 24);
   CHECK(parse_stored_configuration("not json", "test").aux_heads);
+  // A value outside its field's range is refused, not wrapped.
+  CHECK_THROWS_WITH(parse_stored_configuration("{\"crop\": 1099511627776}", "ckpt"),
+                    Catch::Contains("ckpt: 'crop' has the wrong type (1099511627776)"));
+  CHECK_THROWS_WITH(parse_stored_configuration("{\"seed\": -3}", "ckpt"), Catch::Contains("'seed' has the wrong type"));
 }
 
 }  // namespace
