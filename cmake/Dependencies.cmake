@@ -37,6 +37,10 @@ dptrain_require(CLI11_FOUND "CLI11 (command line)" libcli11-dev cli11)
 
 pkg_check_modules(TURBOJPEG QUIET IMPORTED_TARGET libturbojpeg)
 dptrain_require(TURBOJPEG_FOUND "libjpeg-turbo (TurboJPEG API)" libturbojpeg0-dev libjpeg-turbo)
+# The libjpeg API of the same libjpeg-turbo, for the loader's cropped decode (jpeg_crop_scanline and
+# jpeg_skip_scanlines, which TurboJPEG 2.1 does not offer).
+pkg_check_modules(LIBJPEG QUIET IMPORTED_TARGET libjpeg)
+dptrain_require(LIBJPEG_FOUND "libjpeg-turbo (libjpeg API)" libjpeg62-turbo-dev libjpeg-turbo)
 
 find_package(nlohmann_json 3 CONFIG QUIET)
 dptrain_require(nlohmann_json_FOUND "nlohmann-json (manifests and metrics)" nlohmann-json3-dev nlohmann-json)

@@ -34,6 +34,7 @@ CMAKE_TO_SPACK = {
     ("package", "Threads"): None,
     ("package", "OpenMP"): None,
     ("pkg-config", "libturbojpeg"): {"libjpeg-turbo"},
+    ("pkg-config", "libjpeg"): {"libjpeg-turbo"},
     ("library", "dnnl"): {"onednn"},
     ("header", "oneapi/dnnl/dnnl.hpp"): {"onednn"},
     ("library", "cudnn"): {"cudnn"},

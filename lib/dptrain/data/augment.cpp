@@ -97,6 +97,12 @@ void normalise_row_any(const std::uint8_t* pixels, int count, int channels, cons
 }
 }  // namespace
 
+PixelWindow Augmenter::window(const CropDraw& d) const {
+  const int top = std::clamp(d.y - pad_, 0, height_), bottom = std::clamp(d.y - pad_ + crop_, top, height_);
+  const int left = std::clamp(d.x - pad_, 0, width_), right = std::clamp(d.x - pad_ + crop_, left, width_);
+  return PixelWindow{top, left, bottom - top, right - left};
+}
+
 void Augmenter::apply(const std::uint8_t* hwc, const CropDraw& d, float* chw) const {
   DPTRAIN_CHECK(d.y >= 0 && d.x >= 0 && d.y + crop_ <= height_ + 2 * pad_ && d.x + crop_ <= width_ + 2 * pad_,
                 "crop window (", d.y, ", ", d.x, ") is outside the padded image");

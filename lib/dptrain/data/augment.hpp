@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "dptrain/data/pixel_window.hpp"
+
 namespace dptrain::data {
 
 struct AugmentConfig {
@@ -39,6 +41,9 @@ class Augmenter {
 
   // The crop and flip of one sample in one epoch (the centre and no flip in evaluation).
   CropDraw draw(std::int64_t epoch, std::int64_t sample) const;
+  // The stored pixels that apply() reads for `draw` (inside the image; empty when the crop shows
+  // padding only). Pixels outside it may hold anything: a JPEG decode need produce only these.
+  PixelWindow window(const CropDraw& draw) const;
   // Crops, flips and normalises `hwc` (H*W*C bytes) into `chw` (C*S*S floats).
   void apply(const std::uint8_t* hwc, const CropDraw& draw, float* chw) const;
   void operator()(const std::uint8_t* hwc, std::int64_t epoch, std::int64_t sample, float* chw) const {

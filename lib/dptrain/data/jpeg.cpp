@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "dptrain/core/error.hpp"
+#include "dptrain/data/jpeg_warnings.hpp"
 
 namespace dptrain::data {
 namespace {
@@ -30,24 +31,13 @@ std::string tj_message(tjhandle handle) {
   return text ? text : "unknown TurboJPEG error";
 }
 
-// libjpeg reports some damage only as a warning and decodes anyway, filling what it could not read
-// with grey (a truncated file is "Premature end of JPEG file"). Those images must not reach a
-// training set, so a warning is an error unless it is one of the few that leave every pixel intact:
-// junk between segments (seen in real ImageNet files), an unknown JFIF revision, an unknown Adobe
-// transform code, or a damaged ICC profile (colour management only). libjpeg keeps only the text of
-// a decode's first warning, so real damage that follows a benign warning in the same file passes.
-bool warning_leaves_pixels_intact(const std::string& message) {
-  static constexpr const char* kBenign[] = {"extraneous bytes before marker", "unknown JFIF revision",
-                                           "Unknown Adobe color transform", "bad ICC marker"};
-  return std::any_of(std::begin(kBenign), std::end(kBenign),
-                     [&](const char* benign) { return message.find(benign) != std::string::npos; });
-}
-
-// Turns a failed TurboJPEG call into an Error naming the file, or lets a benign warning through.
+// Turns a failed TurboJPEG call into an Error naming the file, or lets a benign warning through
+// (jpeg_warnings.hpp). libjpeg keeps only the text of a decode's first warning, so real damage that
+// follows a benign warning in the same file passes.
 void check_tj(int rc, tjhandle handle, const char* action, const std::string& what) {
   if (rc == 0) return;
   const std::string message = tj_message(handle);
-  if (tjGetErrorCode(handle) == TJERR_WARNING && warning_leaves_pixels_intact(message)) return;
+  if (tjGetErrorCode(handle) == TJERR_WARNING && jpeg_warning_leaves_pixels_intact(message)) return;
   throw Error(detail::concat(what, ": not a readable JPEG image (", action, ": ", message, ")"));
 }
 

@@ -11,6 +11,7 @@
 #include "dptrain/data/buffer_pool.hpp"
 #include "dptrain/hdf5/lock.hpp"
 #include "dptrain/data/jpeg.hpp"
+#include "dptrain/data/jpeg_crop.hpp"
 #include "dptrain/data/shard.hpp"
 
 namespace dptrain::data {
@@ -248,17 +249,25 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, float* image, std:
     augmenter_(pixels.data(), epoch, sample, image);
     return;
   }
-  // One TurboJPEG handle and one pixel buffer per worker thread, made once.
-  thread_local JpegDecoder decoder;
+  // One libjpeg decompressor and one pixel buffer per worker thread, made once. Only the pixels the
+  // crop reads are decoded (JpegCropDecoder), the same bytes a full decode gives them.
+  thread_local JpegCropDecoder decoder;
   thread_local Image decoded;
-  decoder.decode(encoded.data(), encoded.size(), channels_, decode_scale_, detail::concat(path, " (sample ", local, ")"),
-                 decoded);
+  const CropDraw draw = augmenter_.draw(epoch, sample);
+  try {
+    decoder.decode(encoded.data(), encoded.size(), channels_, decode_scale_, augmenter_.window(draw), path, decoded);
+  } catch (const Error& e) {
+    // The decoder names the file; the sample is added here, so that a sample costs no message.
+    const std::string message = e.what();
+    const bool named = message.compare(0, path.size(), path) == 0;
+    throw Error(detail::concat(path, " (sample ", local, ")", named ? message.substr(path.size()) : ": " + message));
+  }
   const int h = decode_scale_.scaled(height_), w = decode_scale_.scaled(width_);
   DPTRAIN_CHECK(decoded.height == h && decoded.width == w && decoded.channels == channels_, path, ": sample ", local,
                 " decodes to ", decoded.height, "x", decoded.width, "x", decoded.channels, " but the manifest says ",
                 height_, "x", width_, "x", channels_,
                 decode_scale_ == JpegScale{} ? std::string() : detail::concat(" (", h, "x", w, " at the decode scale)"));
-  augmenter_(decoded.pixels.data(), epoch, sample, image);
+  augmenter_.apply(decoded.pixels.data(), draw, image);
 }
 
 void Loader::worker() {

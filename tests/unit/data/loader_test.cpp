@@ -231,6 +231,36 @@ TEST_CASE("augmentation crops, flips, pads and normalises as drawn", "[data][aug
   CHECK_THROWS_AS(Augmenter(config, 3, 4, 2), Error);
 }
 
+TEST_CASE("augmentation reads only the pixels of its window", "[data][augment]") {
+  AugmentConfig config;
+  config.crop = 5;
+  config.pad = 2;
+  config.random = true;
+  config.mean = {1, 2, 3};
+  config.stddev = {2, 3, 4};
+  config.seed = 9;
+  const Augmenter augmenter(config, 7, 9, 3);
+  const auto image = image_of(4, 7, 9, 3);
+  std::vector<float> want(static_cast<std::size_t>(augmenter.output_size())), got(want.size());
+  for (std::int64_t sample = 0; sample < 200; ++sample) {
+    const CropDraw d = augmenter.draw(0, sample);
+    const PixelWindow w = augmenter.window(d);
+    CHECK(w.top == std::max(0, d.y - 2));
+    CHECK(w.left == std::max(0, d.x - 2));
+    CHECK(w.top + w.height == std::min(7, d.y - 2 + 5));
+    CHECK(w.left + w.width == std::min(9, d.x - 2 + 5));
+    // Everything outside the window overwritten: the output must not change.
+    auto scribbled = image;
+    for (int y = 0; y < 7; ++y)
+      for (int x = 0; x < 9; ++x)
+        if (y < w.top || y >= w.top + w.height || x < w.left || x >= w.left + w.width)
+          for (int c = 0; c < 3; ++c) scribbled[static_cast<std::size_t>((y * 9 + x) * 3 + c)] = 0xEE;
+    augmenter.apply(image.data(), d, want.data());
+    augmenter.apply(scribbled.data(), d, got.data());
+    CHECK(want == got);
+  }
+}
+
 TEST_CASE("augmentation draws depend only on the seed, the epoch and the sample", "[data][augment]") {
   AugmentConfig config;
   config.crop = 6;

@@ -46,7 +46,7 @@ class Dptrain(CMakePackage, CudaPackage):
     # incompatibly (primitive descriptors, post-ops). Spack's 2.x releases are 2.0, 2.1-rc, 2.5.2
     # and 2.7.3, so this picks 2.7.3.
     depends_on("onednn@2.6:2", type=("build", "link"))
-    depends_on("libjpeg-turbo@2:", type=("build", "link"))  # the TurboJPEG API and libturbojpeg.pc
+    depends_on("libjpeg-turbo@2:", type=("build", "link"))  # the TurboJPEG and libjpeg APIs, libturbojpeg.pc and libjpeg.pc
     depends_on("zlib-api", type=("build", "link"))
 
     # Header-only libraries: only the compiler sees them.
