@@ -12,6 +12,8 @@
 // For JPEG it also prints the rate at which one thread merely decodes the same images (TurboJPEG, one
 // handle, at the loader's decode scale, from memory), and the loader's ratio to that: JPEG loading
 // is bounded by decoding, so that ratio says what the rest of the loader costs.
+// Last, the 1-thread loader again handing over u8 crops (what a GPU rank asks for: the device
+// normalises), against the f32 loader.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -133,8 +135,11 @@ double sequential_bytes_per_second(const fs::path& dir, const SplitInfo& split, 
 
 // Images per second the loader hands out in training mode, over whole epochs (at least two) and at
 // least 1.5 s, after a warm-up epoch.
-double loader_images_per_second(const Manifest& m, const fs::path& dir, int threads, int crop) {
+// `element_type`: f32 (the CPU backend's batches) or u8 (the GPU's: cropped and flipped, normalised there).
+double loader_images_per_second(const Manifest& m, const fs::path& dir, int threads, int crop,
+                                DType element_type = DType::f32) {
   LoaderConfig config;
+  config.images = element_type;
   config.split = "train";
   config.batch = 64;
   config.training = true;
@@ -201,6 +206,9 @@ void bench(const fs::path& dir, const Manifest& m) {
     if (threads > 1) std::printf(", %.2f x 1 thread", rate / one);
     std::printf("\n");
   }
+  // What a GPU rank's loader does: the same crops handed over as bytes, normalised on the device.
+  const double bytes_rate = loader_images_per_second(m, dir, 1, crop, DType::u8);
+  std::printf("  loader, 1 thread, u8 (GPU):%9.0f images/s  = %.2f x the f32 loader\n", bytes_rate, bytes_rate / one);
 }
 }  // namespace
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dptrain/backend/specs.hpp"
+#include "dptrain/core/input_format.hpp"
 #include "dptrain/core/precision.hpp"
 #include "dptrain/core/tensor.hpp"
 
@@ -118,7 +119,8 @@ class Fence {
 // Moves the next batch's images to the device while the current step computes. stage() starts the
 // transfer of a host batch (a GPU copies it into page-locked memory and from there on a copy stream);
 // finish() makes the work queued after it see the staged images in `images` (converted to the
-// activation type). One batch in flight: stage, finish, stage, finish...
+// activation type, and normalised first when the batches are u8: see InputFormat). One batch in
+// flight: stage, finish, stage, finish...
 class InputStager {
  public:
   virtual ~InputStager() = default;
@@ -171,8 +173,12 @@ class Backend {
 
   // A fence after the work queued so far; nullptr when the backend finishes every op before it returns.
   virtual std::unique_ptr<Fence> fence() { return nullptr; }
-  // For input batches of `shape` (host f32, plain).
-  virtual std::unique_ptr<InputStager> make_input_stager(const Shape& shape) = 0;
+  // For input batches of `shape` (plain host tensors of `format.host`: f32, or u8 that the stager
+  // normalises with `format.normalisation`).
+  virtual std::unique_ptr<InputStager> make_input_stager(const Shape& shape, const InputFormat& format) = 0;
+  // The batch element type this backend stages best: u8 on a GPU (it normalises on the device),
+  // f32 on the CPU (the host normalises anyway).
+  virtual DType input_batch_type() const { return DType::f32; }
 
   // The device's practical fp32 peak in GFLOP/s, measured now with a large matrix multiply (oneDNN's
   // sgemm, cuBLAS's SGEMM): the reference a benchmark's efficiency is a ratio to.

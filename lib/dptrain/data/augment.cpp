@@ -49,6 +49,7 @@ Augmenter::Augmenter(const AugmentConfig& config, int height, int width, int cha
     stddev_.push_back(static_cast<float>(config.stddev[static_cast<std::size_t>(c)]));
     padding_.push_back((0.f - mean_.back()) / stddev_.back());
   }
+  byte_padding_.assign(static_cast<std::size_t>(channels), 0);
 }
 
 CropDraw Augmenter::draw(std::int64_t epoch, std::int64_t sample) const {
@@ -97,44 +98,91 @@ void normalise_row_any(const std::uint8_t* pixels, int count, int channels, cons
 }
 }  // namespace
 
+namespace {
+// One row of the crop as bytes: `count` stored pixels (C interleaved bytes each) into the C planes of
+// `out` (`plane` bytes apart). A de-interleaving copy; C a constant so the loop has no branch.
+template <int C>
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void split_row(const std::uint8_t* __restrict pixels, int count, std::size_t plane, std::uint8_t* __restrict out) {
+  for (int k = 0; k < count; ++k) {
+    for (int c = 0; c < C; ++c) out[static_cast<std::size_t>(c) * plane + static_cast<std::size_t>(k)] = pixels[k * C + c];
+  }
+}
+
+void split_row_any(const std::uint8_t* pixels, int count, int channels, std::size_t plane, std::uint8_t* out) {
+  switch (channels) {
+    case 1: return split_row<1>(pixels, count, plane, out);
+    case 3: return split_row<3>(pixels, count, plane, out);
+    default:
+      for (int c = 0; c < channels; ++c) {
+        for (int k = 0; k < count; ++k) {
+          out[static_cast<std::size_t>(c) * plane + static_cast<std::size_t>(k)] = pixels[k * channels + c];
+        }
+      }
+  }
+}
+}  // namespace
+
 PixelWindow Augmenter::window(const CropDraw& d) const {
   const int top = std::clamp(d.y - pad_, 0, height_), bottom = std::clamp(d.y - pad_ + crop_, top, height_);
   const int left = std::clamp(d.x - pad_, 0, width_), right = std::clamp(d.x - pad_ + crop_, left, width_);
   return PixelWindow{top, left, bottom - top, right - left};
 }
 
-void Augmenter::apply(const std::uint8_t* hwc, const CropDraw& d, float* chw) const {
-  DPTRAIN_CHECK(d.y >= 0 && d.x >= 0 && d.y + crop_ <= height_ + 2 * pad_ && d.x + crop_ <= width_ + 2 * pad_,
+// The crop, padding and flip of apply() and apply_bytes(), for output elements of type T: `row(pixels,
+// count, out)` writes `count` stored pixels into the C planes at `out`, `padding[c]` fills the rest.
+template <typename T, typename Row>
+void crop_into(const std::uint8_t* hwc, const CropDraw& d, int height, int width, int channels, int crop, int pad,
+               const T* padding, Row row, T* chw) {
+  DPTRAIN_CHECK(d.y >= 0 && d.x >= 0 && d.y + crop <= height + 2 * pad && d.x + crop <= width + 2 * pad,
                 "crop window (", d.y, ", ", d.x, ") is outside the padded image");
-  const std::size_t plane = static_cast<std::size_t>(crop_) * static_cast<std::size_t>(crop_);
-  const std::size_t stride = static_cast<std::size_t>(width_) * static_cast<std::size_t>(channels_);
+  const std::size_t plane = static_cast<std::size_t>(crop) * static_cast<std::size_t>(crop);
+  const std::size_t stride = static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
   // Crop column k shows stored column base + k; only columns [k0, k1) of the crop are inside the image.
   // Only the crop's pixels are read and converted: the rest of the stored image is never touched.
-  const int base = d.x - pad_;
-  const int k0 = std::clamp(-base, 0, crop_), k1 = std::clamp(width_ - base, k0, crop_);
-  for (int y = 0; y < crop_; ++y) {
-    float* out = chw + static_cast<std::size_t>(y) * static_cast<std::size_t>(crop_);
-    const int sy = d.y + y - pad_;  // row in the stored image
-    const bool inside = sy >= 0 && sy < height_;
-    if (!inside || k0 > 0 || k1 < crop_) {  // padding
-      for (int c = 0; c < channels_; ++c) {
-        float* row = out + static_cast<std::size_t>(c) * plane;
-        std::fill(row, row + crop_, padding_[static_cast<std::size_t>(c)]);
+  const int base = d.x - pad;
+  const int k0 = std::clamp(-base, 0, crop), k1 = std::clamp(width - base, k0, crop);
+  for (int y = 0; y < crop; ++y) {
+    T* out = chw + static_cast<std::size_t>(y) * static_cast<std::size_t>(crop);
+    const int sy = d.y + y - pad;  // row in the stored image
+    const bool inside = sy >= 0 && sy < height;
+    if (!inside || k0 > 0 || k1 < crop) {  // padding
+      for (int c = 0; c < channels; ++c) {
+        T* plane_row = out + static_cast<std::size_t>(c) * plane;
+        std::fill(plane_row, plane_row + crop, padding[c]);
       }
     }
     if (inside && k1 > k0) {
       const std::uint8_t* pixels = hwc + static_cast<std::size_t>(sy) * stride +
-                                   static_cast<std::size_t>(base + k0) * static_cast<std::size_t>(channels_);
-      normalise_row_any(pixels, k1 - k0, channels_, mean_.data(), stddev_.data(), plane, out + k0);
+                                   static_cast<std::size_t>(base + k0) * static_cast<std::size_t>(channels);
+      row(pixels, k1 - k0, plane, out + k0);
     }
     // Flipping the crop: output column x shows crop column S-1-x, so the finished row is reversed.
     if (d.flip) {
-      for (int c = 0; c < channels_; ++c) {
-        float* row = out + static_cast<std::size_t>(c) * plane;
-        std::reverse(row, row + crop_);
+      for (int c = 0; c < channels; ++c) {
+        T* plane_row = out + static_cast<std::size_t>(c) * plane;
+        std::reverse(plane_row, plane_row + crop);
       }
     }
   }
+}
+
+void Augmenter::apply(const std::uint8_t* hwc, const CropDraw& d, float* chw) const {
+  crop_into(hwc, d, height_, width_, channels_, crop_, pad_, padding_.data(),
+            [this](const std::uint8_t* pixels, int count, std::size_t plane, float* out) {
+              normalise_row_any(pixels, count, channels_, mean_.data(), stddev_.data(), plane, out);
+            },
+            chw);
+}
+
+void Augmenter::apply_bytes(const std::uint8_t* hwc, const CropDraw& d, std::uint8_t* chw) const {
+  crop_into(hwc, d, height_, width_, channels_, crop_, pad_, byte_padding_.data(),
+            [this](const std::uint8_t* pixels, int count, std::size_t plane, std::uint8_t* out) {
+              split_row_any(pixels, count, channels_, plane, out);
+            },
+            chw);
 }
 
 }  // namespace dptrain::data

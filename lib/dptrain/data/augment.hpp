@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dptrain/core/input_format.hpp"
 #include "dptrain/data/pixel_window.hpp"
 
 namespace dptrain::data {
@@ -49,6 +50,11 @@ class Augmenter {
   void operator()(const std::uint8_t* hwc, std::int64_t epoch, std::int64_t sample, float* chw) const {
     apply(hwc, draw(epoch, sample), chw);
   }
+  // Crops and flips `hwc` into `chw` (C*S*S bytes, padding 0) without normalising: the bytes a device
+  // normalises with normalisation() (normalise_planes) into exactly the floats apply() writes.
+  void apply_bytes(const std::uint8_t* hwc, const CropDraw& draw, std::uint8_t* chw) const;
+  // The mean and std apply() uses, as floats.
+  InputNormalisation normalisation() const { return {mean_, stddev_}; }
 
  private:
   int height_, width_, channels_, crop_, pad_;
@@ -56,6 +62,7 @@ class Augmenter {
   std::uint64_t seed_;
   std::vector<float> mean_, stddev_;  // per channel, as the float arithmetic uses them
   std::vector<float> padding_;        // per channel: the normalised value of a zero pixel
+  std::vector<std::uint8_t> byte_padding_;  // per channel: 0, apply_bytes()'s padding
 };
 
 }  // namespace dptrain::data

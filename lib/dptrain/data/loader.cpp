@@ -102,7 +102,9 @@ Loader::Loader(const Manifest& manifest, std::string directory, LoaderConfig con
   shards_->listed.assign(split_.shards.size(), 0);
   max_open_ = c.max_open_shards > 0 ? c.max_open_shards : default_open_shard_limit();
   // The batches being prepared, the one the trainer holds and the one it stages next come back.
-  image_buffers_ = BufferPool::create(static_cast<std::size_t>(augmenter_.output_size()) * sizeof(float) *
+  DPTRAIN_CHECK(c.images == DType::f32 || c.images == DType::u8, "the loader writes f32 or u8 images, not ",
+                name_of(c.images));
+  image_buffers_ = BufferPool::create(static_cast<std::size_t>(augmenter_.output_size()) * size_of(c.images) *
                                           static_cast<std::size_t>(c.batch),
                                       static_cast<std::size_t>(c.prefetch) + 3);
   next_item_ = c.batch;  // no batch being handed out yet
@@ -155,7 +157,7 @@ void Loader::create_slot() {
   const std::size_t real = slot->samples.size();
   for (std::size_t j = real; j < static_cast<std::size_t>(b); ++j) slot->samples.push_back(slot->samples[j % real]);
   const int s = augmenter_.crop();
-  batch.images = Tensor::adopt(image_buffers_->take(), Shape{b, channels_, s, s}, DType::f32, Device::cpu());
+  batch.images = Tensor::adopt(image_buffers_->take(), Shape{b, channels_, s, s}, config_.images, Device::cpu());
   batch.labels = Tensor::empty(Shape{b}, DType::i32);
   cursor_position_ += global_batch();
   slots_.push_back(std::move(slot));
@@ -206,7 +208,15 @@ std::shared_ptr<ShardReader> Loader::open_shard(std::size_t shard) {
   return reader;
 }
 
-void Loader::produce(std::int64_t epoch, std::int64_t sample, float* image, std::int32_t* label) {
+void Loader::augment(const std::uint8_t* hwc, const CropDraw& draw, void* image) const {
+  if (config_.images == DType::u8) {
+    augmenter_.apply_bytes(hwc, draw, static_cast<std::uint8_t*>(image));
+  } else {
+    augmenter_.apply(hwc, draw, static_cast<float*>(image));
+  }
+}
+
+void Loader::produce(std::int64_t epoch, std::int64_t sample, void* image, std::int32_t* label) {
   const auto shard = static_cast<std::size_t>(
       std::upper_bound(shard_firsts_.begin(), shard_firsts_.end(), sample) - shard_firsts_.begin() - 1);
   const std::int64_t local = sample - split_.shards[shard].first_sample;
@@ -246,7 +256,7 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, float* image, std:
     }
   }
   if (raw) {
-    augmenter_(pixels.data(), epoch, sample, image);
+    augment(pixels.data(), augmenter_.draw(epoch, sample), image);
     return;
   }
   // One libjpeg decompressor and one pixel buffer per worker thread, made once. Only the pixels the
@@ -267,7 +277,7 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, float* image, std:
                 " decodes to ", decoded.height, "x", decoded.width, "x", decoded.channels, " but the manifest says ",
                 height_, "x", width_, "x", channels_,
                 decode_scale_ == JpegScale{} ? std::string() : detail::concat(" (", h, "x", w, " at the decode scale)"));
-  augmenter_.apply(decoded.pixels.data(), draw, image);
+  augment(decoded.pixels.data(), draw, image);
 }
 
 void Loader::worker() {
@@ -283,7 +293,8 @@ void Loader::worker() {
       ++in_flight_;
       assigned = true;
       const std::int64_t per_sample = augmenter_.output_size();
-      float* image = slot->batch.images.data<float>() + j * per_sample;
+      void* image = static_cast<std::uint8_t*>(slot->batch.images.raw()) +
+                    static_cast<std::size_t>(j * per_sample) * size_of(config_.images);
       std::int32_t* label = slot->batch.labels.data<std::int32_t>() + j;
       const std::int64_t epoch = slot->batch.epoch, sample = slot->samples[static_cast<std::size_t>(j)];
       lock.unlock();
@@ -333,7 +344,7 @@ Batch Loader::next() {
   if (slots_.empty()) {  // evaluation is over
     Batch end;
     const int s = augmenter_.crop();
-    end.images = Tensor::empty(Shape{0, channels_, s, s}, DType::f32);
+    end.images = Tensor::empty(Shape{0, channels_, s, s}, config_.images);
     end.labels = Tensor::empty(Shape{0}, DType::i32);
     end.epoch = cursor_epoch_;
     end.position = end.first_sample = split_.samples;

@@ -49,10 +49,13 @@ struct LoaderConfig {
   // and each open shard holds a descriptor. 0: a quarter of the process's descriptor limit, 64 to 4096.
   // Shards read with pread keep their index when closed, so reopening one is a plain open().
   int max_open_shards = 0;
+  // The element type of Batch::images: f32, normalised here (the CPU backend), or u8, cropped and
+  // flipped but not normalised, for a device that normalises (input_format() says how).
+  DType images = DType::f32;
 };
 
 struct Batch {
-  Tensor images;  // host f32 [B, C, S, S], plain
+  Tensor images;  // host [B, C, S, S], plain: f32, or u8 when LoaderConfig::images says so
   Tensor labels;  // host int32 [B]
   std::int64_t epoch = 0;
   std::int64_t position = 0;      // global position (within the epoch) of this global batch's first sample
@@ -86,6 +89,8 @@ class Loader {
   std::int64_t samples() const { return sampler_.size(); }
   const LoaderConfig& config() const { return config_; }
   int crop() const { return augmenter_.crop(); }
+  // What an InputStager needs to turn this loader's batches into the net's input.
+  InputFormat input_format() const { return {config_.images, augmenter_.normalisation()}; }
   // How the shards opened so far are read (ShardReader::read_path(), each distinct one, "; " apart);
   // empty before the first batch.
   std::string read_path() const;
@@ -103,7 +108,9 @@ class Loader {
   void create_slot();
   // The reader of shard `shard`, opened if needed; the caller holds h5::global_mutex().
   std::shared_ptr<ShardReader> open_shard(std::size_t shard);
-  void produce(std::int64_t epoch, std::int64_t sample, float* image, std::int32_t* label);
+  // Writes sample `sample` of `epoch` into `image` (C*S*S elements of config_.images).
+  void produce(std::int64_t epoch, std::int64_t sample, void* image, std::int32_t* label);
+  void augment(const std::uint8_t* hwc, const CropDraw& draw, void* image) const;
   void worker();
   void start_workers();
   void stop_workers();

@@ -120,6 +120,8 @@ void TrainingRun::State::start_up() {
   train_cfg.flip = o.flip;
   train_cfg.threads = loader_threads(o.loader_threads, *job, !backend->device().is_cpu());
   train_cfg.seed = o.seed;
+  // A GPU takes the crops as bytes and normalises them itself (InputFormat); the CPU takes floats.
+  train_cfg.images = backend->input_batch_type();
   train_loader = std::make_unique<data::Loader>(manifest, o.data, train_cfg);
   steps_per_epoch = train_loader->steps_per_epoch();
   DPTRAIN_CHECK(steps_per_epoch > 0, o.data, ": the train split has ", manifest.split("train").samples,
@@ -147,6 +149,7 @@ void TrainingRun::State::start_up() {
     data::LoaderConfig eval_cfg = train_cfg;
     eval_cfg.split = "validation";
     eval_cfg.training = false;
+    eval_cfg.images = DType::f32;  // evaluate() copies the batch in as it is
     eval_loader.emplace(manifest, o.data, eval_cfg);
   }
   log = std::make_unique<TrainingLog>(comm, *out, o.metrics, total_steps, global_batch);
@@ -159,7 +162,7 @@ void TrainingRun::State::start_up() {
   // The next batch is fetched and its transfer started while the device computes the current step
   // (once the backward pass is queued, before the host waits for anything), so a GPU never waits
   // for a copy.
-  stager = backend->make_input_stager(net->image_shape());
+  stager = backend->make_input_stager(net->image_shape(), train_loader->input_format());
   step_start = clock::now();  // the first step's clock includes fetching its batch
   step = first_step;
   fetch(batch);

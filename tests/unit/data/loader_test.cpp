@@ -11,6 +11,7 @@
 #include <set>
 
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/input_format.hpp"
 #include "dptrain/data/augment.hpp"
 #include "dptrain/data/jpeg.hpp"
 #include "dptrain/data/loader.hpp"
@@ -258,6 +259,48 @@ TEST_CASE("augmentation reads only the pixels of its window", "[data][augment]")
     augmenter.apply(image.data(), d, want.data());
     augmenter.apply(scribbled.data(), d, got.data());
     CHECK(want == got);
+  }
+}
+
+TEST_CASE("bytes cropped for a device and normalised there are the floats the host writes", "[data][augment]") {
+  // The GPU hand-over: apply_bytes() + normalise_planes() must reproduce apply() bit for bit, for
+  // padding, flips, odd channel counts and a mean/std whose division does not round trivially.
+  for (int channels : {1, 2, 3}) {
+    INFO(channels << " channels");
+    AugmentConfig config;
+    config.crop = 6;
+    config.pad = 2;
+    config.random = true;
+    config.seed = 11;
+    for (int c = 0; c < channels; ++c) {
+      config.mean.push_back(123.675 - 7.3 * c);
+      config.stddev.push_back(58.395 + 0.7 * c);
+    }
+    const Augmenter augmenter(config, 7, 9, channels);
+    const auto image = image_of(5, 7, 9, channels);
+    const auto n = static_cast<std::size_t>(augmenter.output_size());
+    std::vector<float> host(n), device(n);
+    std::vector<std::uint8_t> bytes(n);
+    int flipped = 0, padded = 0;
+    for (std::int64_t sample = 0; sample < 300; ++sample) {
+      const CropDraw d = augmenter.draw(3, sample);
+      flipped += d.flip;
+      padded += d.y < 2 || d.x < 2 || d.y + 6 > 9 || d.x + 6 > 11;
+      augmenter.apply(image.data(), d, host.data());
+      augmenter.apply_bytes(image.data(), d, bytes.data());
+      normalise_planes(bytes.data(), device.data(), 1, 36, augmenter.normalisation());
+      REQUIRE(std::memcmp(host.data(), device.data(), n * sizeof(float)) == 0);
+      // The bytes themselves are the crop of the stored image (padding 0), as the definition says.
+      for (int c = 0; c < channels; ++c)
+        for (int y = 0; y < 6; ++y)
+          for (int x = 0; x < 6; ++x) {
+            const int sy = d.y + y - 2, sx = d.x + (d.flip ? 5 - x : x) - 2;
+            const bool inside = sy >= 0 && sy < 7 && sx >= 0 && sx < 9;
+            REQUIRE(bytes[static_cast<std::size_t>((c * 6 + y) * 6 + x)] == (inside ? pixel(5, sy, sx, c) : 0));
+          }
+    }
+    CHECK(flipped > 100);
+    CHECK(padded > 100);
   }
 }
 
@@ -531,6 +574,40 @@ TEST_CASE("jpeg shards are decoded to what libjpeg-turbo decodes", "[data][loade
     }
   }
   CHECK(sample == 21);
+}
+
+TEST_CASE("u8 batches for a device normalise to the f32 batches, raw and JPEG", "[data][loader]") {
+  for (const std::string encoding : {"raw", "jpeg"}) {
+    INFO(encoding);
+    TempDir dir;
+    Manifest m = write_dataset(dir.path, 8, 8, 3, encoding);
+    m.mean = {124.5, 116.25, 104.0};  // in memory only: the shards do not depend on it
+    m.stddev = {58.4, 57.1, 57.4};
+    LoaderConfig config = training_config(4, 6, 1, 5);
+    Loader floats(m, dir.path.string(), config);
+    config.images = DType::u8;
+    Loader bytes(m, dir.path.string(), config);
+    const InputFormat format = bytes.input_format();
+    CHECK(format.host == DType::u8);
+    CHECK(format.normalisation.mean == std::vector<float>{124.5f, 116.25f, 104.0f});
+    CHECK(floats.input_format().host == DType::f32);
+    for (int step = 0; step < 8; ++step) {  // crosses an epoch boundary
+      const Batch f = floats.next(), b = bytes.next();
+      REQUIRE(b.images.dtype() == DType::u8);
+      REQUIRE(b.images.shape() == f.images.shape());
+      CHECK(b.epoch == f.epoch);
+      CHECK(b.position == f.position);
+      CHECK(std::memcmp(b.labels.raw(), f.labels.raw(), f.labels.bytes()) == 0);
+      std::vector<float> normalised(static_cast<std::size_t>(f.images.numel()));
+      normalise_planes(b.images.data<std::uint8_t>(), normalised.data(), 4, 36, format.normalisation);
+      CHECK(std::memcmp(normalised.data(), f.images.raw(), f.images.bytes()) == 0);
+    }
+  }
+  LoaderConfig bad = training_config(4, 6, 1, 5);
+  bad.images = DType::bf16;
+  TempDir dir;
+  const Manifest m = write_dataset(dir.path, 8, 8, 3);
+  CHECK_THROWS_WITH(Loader(m, dir.path.string(), bad), Contains("f32 or u8"));
 }
 
 TEST_CASE("a dataset directory read back through its manifest.json loads the same batches", "[data][loader]") {

@@ -41,23 +41,39 @@ double measure_sgemm_gflops() {
 
 // On the CPU the batch is already where the compute reads it: stage() keeps a reference to the host
 // batch, finish() copies it into the net's input (converting to the blocked layout if that is used).
+// u8 batches are normalised on the host first (normalise_planes, the reference for a GPU's kernel).
 class HostInputStager final : public InputStager {
  public:
-  HostInputStager(Backend& backend, Shape shape) : backend_(backend), shape_(std::move(shape)) {}
+  HostInputStager(Backend& backend, Shape shape, InputFormat format)
+      : backend_(backend), shape_(std::move(shape)), format_(std::move(format)) {
+    check_input_format(format_, shape_, "input stager");
+  }
   void stage(const Tensor& host_images) override {
     check_shape(host_images, shape_, "input stager", "batch");
+    DPTRAIN_CHECK(host_images.device().is_cpu() && host_images.layout() == Layout::plain &&
+                      host_images.dtype() == format_.host,
+                  "input stager: the batch must be a plain ", name_of(format_.host), " host tensor, not ",
+                  name_of(host_images.dtype()));
     staged_ = host_images;
   }
   void finish(Tensor& images) override {
     DPTRAIN_CHECK(staged_.defined() && staged_.numel() > 0, "input stager: finish() without a staged batch");
-    backend_.copy_from_host(staged_, images);
+    if (format_.host == DType::u8) {
+      if (!normalised_.defined()) normalised_ = Tensor::empty(shape_, DType::f32);
+      normalise_planes(staged_.data<std::uint8_t>(), normalised_.data<float>(), shape_[0], shape_[2] * shape_[3],
+                       format_.normalisation);
+      backend_.copy_from_host(normalised_, images);
+    } else {
+      backend_.copy_from_host(staged_, images);
+    }
     staged_ = Tensor();
   }
 
  private:
   Backend& backend_;
   Shape shape_;
-  Tensor staged_;
+  InputFormat format_;
+  Tensor staged_, normalised_;
 };
 
 class OneDnnBackend final : public Backend {
@@ -154,8 +170,8 @@ class OneDnnBackend final : public Backend {
     return finite;
   }
 
-  std::unique_ptr<InputStager> make_input_stager(const Shape& shape) override {
-    return std::make_unique<HostInputStager>(*this, shape);
+  std::unique_ptr<InputStager> make_input_stager(const Shape& shape, const InputFormat& format) override {
+    return std::make_unique<HostInputStager>(*this, shape, format);
   }
 
   double measure_peak_gflops() override { return measure_sgemm_gflops(); }

@@ -173,9 +173,11 @@ class CudaBackend final : public Backend {
   }
 
   std::unique_ptr<Fence> fence() override { return std::make_unique<CudaFence>(ctx_->stream(), ctx_->device()); }
-  std::unique_ptr<InputStager> make_input_stager(const Shape& shape) override {
-    return cuda::make_input_stager(ctx_, shape);
+  std::unique_ptr<InputStager> make_input_stager(const Shape& shape, const InputFormat& format) override {
+    return cuda::make_input_stager(ctx_, shape, format);
   }
+  // The loader hands over cropped bytes; the stager normalises them on the device.
+  DType input_batch_type() const override { return DType::u8; }
 
   // Best of several cuBLAS SGEMMs (FMA math, no TF32: the fp32 peak), timed with events on our stream.
   double measure_peak_gflops() override {

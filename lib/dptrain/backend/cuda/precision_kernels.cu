@@ -29,6 +29,29 @@ void convert_from(const void* src, void* dst, DType dst_type, std::int64_t n, cu
   throw Error(std::string("convert: no conversion to ") + std::string(name_of(dst_type)));
 }
 
+struct ChannelNormalisation {
+  float mean[kMaxNormalisedChannels], stddev[kMaxNormalisedChannels];
+};
+
+// __fsub_rn / __fdiv_rn: IEEE round-to-nearest whatever the compile flags (no contraction, no fast
+// division), so the floats are those of the host's (x - mean) / std.
+template <typename To>
+__global__ void normalise_bytes_kernel(const std::uint8_t* src, To* dst, std::int64_t n, std::int64_t plane,
+                                       int channels, ChannelNormalisation norm) {
+  DPTRAIN_GRID_STRIDE(i, n) {
+    const int c = static_cast<int>((i / plane) % channels);
+    dst[i] = from_float<To>(__fdiv_rn(__fsub_rn(static_cast<float>(src[i]), norm.mean[c]), norm.stddev[c]));
+  }
+}
+
+template <typename To>
+void launch_normalise(const std::uint8_t* src, void* dst, std::int64_t n, std::int64_t plane, int channels,
+                      const ChannelNormalisation& norm, cudaStream_t stream) {
+  normalise_bytes_kernel<To><<<grid_for(n), kThreads, 0, stream>>>(src, static_cast<To*>(dst), n, plane, channels,
+                                                                    norm);
+  DPTRAIN_CHECK_LAUNCH();
+}
+
 __global__ void scale_and_flag_kernel(float* x, std::int64_t n, float factor, int* nonfinite) {
   bool bad = false;
   DPTRAIN_GRID_STRIDE(i, n) {
@@ -51,6 +74,24 @@ void convert(const void* src, DType src_type, void* dst, DType dst_type, std::in
     default: break;
   }
   throw Error(std::string("convert: no conversion from ") + std::string(name_of(src_type)));
+}
+
+void normalise_bytes(const std::uint8_t* src, void* dst, DType dst_type, std::int64_t n, std::int64_t plane,
+                     int channels, const float* mean, const float* stddev, cudaStream_t stream) {
+  if (n == 0) return;
+  if (channels < 1 || channels > kMaxNormalisedChannels || plane < 1) {
+    throw Error("normalise_bytes: " + std::to_string(channels) + " channels of " + std::to_string(plane) +
+                " pixels (1 to " + std::to_string(kMaxNormalisedChannels) + " channels)");
+  }
+  ChannelNormalisation norm{};
+  for (int c = 0; c < channels; ++c) norm.mean[c] = mean[c], norm.stddev[c] = stddev[c];
+  switch (dst_type) {
+    case DType::f32: return launch_normalise<float>(src, dst, n, plane, channels, norm, stream);
+    case DType::bf16: return launch_normalise<__nv_bfloat16>(src, dst, n, plane, channels, norm, stream);
+    case DType::f16: return launch_normalise<__half>(src, dst, n, plane, channels, norm, stream);
+    default: break;
+  }
+  throw Error(std::string("normalise_bytes: no conversion to ") + std::string(name_of(dst_type)));
 }
 
 void scale_and_flag_nonfinite(float* x, std::int64_t n, float factor, int* nonfinite, cudaStream_t stream) {
