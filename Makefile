@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build/$(PRESET)
 DPTRAIN := $(BUILD_DIR)/app/dptrain
 
-.PHONY: all deps configure build demo test test-asan build-cuda clean
+.PHONY: all deps configure build demo test test-asan build-cuda format format-check clean
 
 all: build
 
@@ -39,6 +39,13 @@ test-asan:
 # Compile the CUDA backend (no GPU needed to compile; the GPU tests skip themselves without one).
 build-cuda:
 	@$(MAKE) --no-print-directory build PRESET=cuda
+
+# Sources in the repository's style (.clang-format); the test style_format runs the check.
+format:
+	@bash scripts/format.sh
+
+format-check:
+	@bash scripts/format.sh --check
 
 clean:
 	rm -rf build

@@ -5,18 +5,24 @@ namespace dptrain::app {
 void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale) {
   const char* group = "Device and precision";
   cmd->add_option("--backend", o.backend, "Where to compute: cpu (oneDNN) or cuda (cuDNN, cuBLAS, NCCL)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str()->group(group);
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--device", o.device, "GPU ordinal for --backend cuda (default: the rank's local index on its node)")
-      ->check(CLI::NonNegativeNumber)->group(group);
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
   cmd->add_option("--precision", o.precision,
                   "fp32, or bf16/fp16: activations and compute copies of the weights in 16 bits on tensor cores, "
                   "fp32 master weights and optimizer state (--backend cuda)")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))->capture_default_str()->group(group);
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str()
+      ->group(group);
   if (with_loss_scale) {
     cmd->add_option("--loss-scale", o.loss_scale,
                     "auto (dynamic for fp16, none otherwise), none, dynamic (start at 65536, halve and skip the step "
                     "on inf/NaN gradients, double after 2000 clean steps), or a fixed number")
-        ->capture_default_str()->group(group);
+        ->capture_default_str()
+        ->group(group);
   }
   cmd->add_flag("!--no-memory-plan", o.memory_plan,
                 "Give every activation and gradient a buffer of its own instead of sharing memory between "

@@ -14,13 +14,13 @@
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/core/byte_size.hpp"
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/memory_estimate.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
 #include "dptrain/train/trainer.hpp"
-#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -70,7 +70,7 @@ int run_bench(const BenchOptions& o) {
   distributed::broadcast_parameters(*net, comm);
   const std::unique_ptr<distributed::Communicator> gradient_comm = make_gradient_communicator(*backend, job);
   distributed::GradientReducer reducer(*backend, gradient_comm ? *gradient_comm : comm, net->parameters(),
-                                job.reducer_config());
+                                       job.reducer_config());
   reducer.attach(*net);
   trainer.set_gradient_sync([&] { reducer.synchronize(); });
   // One synthetic batch per rank, reused: the benchmark measures compute, not data generation.
@@ -79,9 +79,10 @@ int run_bench(const BenchOptions& o) {
 
   const int size = static_cast<int>(net->image_shape()[2]);
   out << "dptrain bench: " << o.model << ", " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << o.batch
-      << ", " << size << "x" << size << ", " << backend->name() << ", " << o.device.precision << ", " << o.warmup << " warm-up + " << o.steps
-      << " timed steps\n";
-  if (ranks > 1) out << "gradients: " << reducer.communicator().name() << ", " << reducer.bucket_count() << " buckets\n";
+      << ", " << size << "x" << size << ", " << backend->name() << ", " << o.device.precision << ", " << o.warmup
+      << " warm-up + " << o.steps << " timed steps\n";
+  if (ranks > 1)
+    out << "gradients: " << reducer.communicator().name() << ", " << reducer.bucket_count() << " buckets\n";
   std::vector<double> step_seconds;
   distributed::ReducerStats before;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
@@ -90,9 +91,8 @@ int run_bench(const BenchOptions& o) {
     const StepResult r = trainer.step(0, 0);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s >= o.warmup) step_seconds.push_back(seconds);
-    out << "  step " << std::setw(3) << s + 1 << (s < o.warmup ? " (warm-up)" : "          ") << "  loss "
-        << std::fixed << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << global_batch / seconds
-        << " img/s\n";
+    out << "  step " << std::setw(3) << s + 1 << (s < o.warmup ? " (warm-up)" : "          ") << "  loss " << std::fixed
+        << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << global_batch / seconds << " img/s\n";
   }
   // A step ends for the job when its slowest rank ends it.
   comm.allreduce(step_seconds.data(), step_seconds.size(), distributed::ElementType::f64, distributed::ReduceOp::max);
@@ -101,7 +101,8 @@ int run_bench(const BenchOptions& o) {
   const Summary rate = summarize(rates);
   const distributed::ReducerStats after = reducer.stats();
   const double comm_seconds = after.communication_seconds - before.communication_seconds;
-  const double hidden = comm_seconds > 0 ? std::max(0.0, 1.0 - (after.exposed_seconds - before.exposed_seconds) / comm_seconds) : 0.0;
+  const double hidden =
+      comm_seconds > 0 ? std::max(0.0, 1.0 - (after.exposed_seconds - before.exposed_seconds) / comm_seconds) : 0.0;
   const double memory_mib = peak_device_mib(*backend);
   // What `dptrain inspect` plans for this run, beside what it used (the GPU allocator's peak does not
   // include the CUDA context; the resident set includes the program and its libraries).
@@ -110,7 +111,8 @@ int run_bench(const BenchOptions& o) {
   estimate_options.cuda = !backend->device().is_cpu();
   estimate_options.ranks = ranks;
   const MemoryEstimate estimate = estimate_memory(*net, estimate_options);
-  const std::size_t planned_bytes = (o.device.memory_plan ? estimate.total() : estimate.total_unplanned()) - estimate.reserved;
+  const std::size_t planned_bytes =
+      (o.device.memory_plan ? estimate.total() : estimate.total_unplanned()) - estimate.reserved;
   const std::size_t peak_bytes = peak_memory_bytes(memory_mib);
   const AlgorithmSearch search = algorithm_search(*backend);
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
@@ -122,19 +124,20 @@ int run_bench(const BenchOptions& o) {
     out << std::setprecision(0) << "communication: " << 100.0 * hidden << "% hidden behind the backward pass ("
         << std::setprecision(3) << comm_seconds / o.steps << " s per step)\n";
   }
-  out << std::setprecision(2) << "images/sec: " << rate.mean << " +/- " << rate.stderr_of_mean
-            << " (min " << rate.min << ", max " << rate.max << ")\n"
-            << "GFLOP/s:    " << achieved << " achieved (3 x " << std::setprecision(3)
-            << net->flops_per_sample() / 1e9 << " GFLOP forward per image), " << std::setprecision(2) << peak
-            << " peak (sgemm, same run): " << std::setprecision(1) << 100.0 * achieved / peak << "% of peak\n";
+  out << std::setprecision(2) << "images/sec: " << rate.mean << " +/- " << rate.stderr_of_mean << " (min " << rate.min
+      << ", max " << rate.max << ")\n"
+      << "GFLOP/s:    " << achieved << " achieved (3 x " << std::setprecision(3) << net->flops_per_sample() / 1e9
+      << " GFLOP forward per image), " << std::setprecision(2) << peak
+      << " peak (sgemm, same run): " << std::setprecision(1) << 100.0 * achieved / peak << "% of peak\n";
   if (trainer.loss_scaler().enabled()) {
     out << "loss scale: " << trainer.loss_scaler().scale() << " (" << trainer.loss_scaler().skipped_steps()
         << " steps skipped on overflow)\n";
   }
   if (memory_mib > 0) std::cout << "GPU memory: " << std::setprecision(0) << memory_mib << " MiB peak in use\n";
   out << "peak memory: " << format_bytes(static_cast<double>(peak_bytes))
-      << (memory_mib >= 0 ? " (GPU allocator)" : " resident") << ", planned " << format_bytes(static_cast<double>(planned_bytes))
-      << " (ratio " << std::setprecision(2) << static_cast<double>(peak_bytes) / static_cast<double>(planned_bytes) << ")"
+      << (memory_mib >= 0 ? " (GPU allocator)" : " resident") << ", planned "
+      << format_bytes(static_cast<double>(planned_bytes)) << " (ratio " << std::setprecision(2)
+      << static_cast<double>(peak_bytes) / static_cast<double>(planned_bytes) << ")"
       << (o.device.memory_plan ? "" : ", one buffer per tensor (--no-memory-plan)") << "\n";
   if (search.searches > 0) {
     out << "cuDNN algorithm search: " << std::setprecision(2) << search.seconds << " s in the first step, "
@@ -169,11 +172,14 @@ int run_bench(const BenchOptions& o) {
 }  // namespace
 
 Command add_bench_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Measure training images/sec of a model on synthetic data, next to the "
-                                          "machine's measured fp32 peak");
+  auto* cmd = app.add_subcommand("bench",
+                                 "Measure training images/sec of a model on synthetic data, next to the "
+                                 "machine's measured fp32 peak");
   auto o = std::make_shared<BenchOptions>();
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
-  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--steps", o->steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
   cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")

@@ -1,7 +1,6 @@
 #pragma once
 // Each subcommand registers its options on the CLI11 app and returns the function that runs it.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 
 namespace dptrain::app {

@@ -77,8 +77,10 @@ Command add_data_command(CLI::App& app) {
   imagenet->add_option("--val-shards", in.validation_shards, "Shards of the validation split")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  imagenet->add_option("--encoding", in.encoding, "raw: uint8 pixels (fastest to load); jpeg: re-encoded at quality 90 "
-                                                  "(several times smaller)")
+  imagenet
+      ->add_option("--encoding", in.encoding,
+                   "raw: uint8 pixels (fastest to load); jpeg: re-encoded at quality 90 "
+                   "(several times smaller)")
       ->check(CLI::IsMember({"raw", "jpeg"}))
       ->capture_default_str();
   imagenet->add_option("--jobs", in.jobs, "Threads per rank (default: the node's cores divided among its ranks)")
@@ -87,8 +89,11 @@ Command add_data_command(CLI::App& app) {
   auto* fashion = convert->add_subcommand(
       "fashion-mnist", std::string("Convert Fashion-MNIST's IDX files (default SRC: ") +
                            datasets::kFashionMnistDefaultSource + ", Debian's dataset-fashion-mnist) into OUT");
-  fashion->add_option("paths", o->fashion_paths,
-                      "[SRC] OUT: the folder with the four IDX .gz files (optional), then the dataset directory")->expected(1, 2)->required();
+  fashion
+      ->add_option("paths", o->fashion_paths,
+                   "[SRC] OUT: the folder with the four IDX .gz files (optional), then the dataset directory")
+      ->expected(1, 2)
+      ->required();
   fashion->add_option("--shards", o->fashion.train_shards, "Shards of the train split")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -97,8 +102,9 @@ Command add_data_command(CLI::App& app) {
       ->capture_default_str();
 
   auto* synth = data->add_subcommand(
-      "synth", "Write a small learnable JPEG tree in the ImageNet layout (one colour and stripe pattern per class, "
-               "plus noise) to try 'data convert imagenet' and training without ImageNet");
+      "synth",
+      "Write a small learnable JPEG tree in the ImageNet layout (one colour and stripe pattern per class, "
+      "plus noise) to try 'data convert imagenet' and training without ImageNet");
   auto& sy = o->synth;
   synth->add_option("OUT", sy.output, "The folder to write (train/, val/, LOC_synset_mapping.txt)")->required();
   synth->add_option("--classes", sy.classes, "Number of classes")->required()->check(CLI::Range(2, 100000));
@@ -110,8 +116,9 @@ Command add_data_command(CLI::App& app) {
   synth->add_option("--seed", sy.seed, "Seed of the patterns and noise")->capture_default_str();
 
   auto* verify = data->add_subcommand(
-      "verify", "Check a dataset directory: every shard exists, matches the manifest (header, sizes, labels in "
-                "range) and its checksum; exits non-zero naming each bad file");
+      "verify",
+      "Check a dataset directory: every shard exists, matches the manifest (header, sizes, labels in "
+      "range) and its checksum; exits non-zero naming each bad file");
   verify->add_option("DIR", o->verify_directory, "The dataset directory (with manifest.json)")->required();
 
   return [o, imagenet, fashion, synth, verify] {

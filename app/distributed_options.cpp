@@ -1,6 +1,5 @@
 #include "distributed_options.hpp"
 
-
 namespace dptrain::app {
 
 void add_loader_threads_option(CLI::App* cmd, int& threads) {
@@ -15,20 +14,28 @@ void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {
   cmd->add_option("--allreduce", o.allreduce,
                   "Gradient allreduce: auto (hierarchical on several nodes of several ranks), flat, or hierarchical "
                   "(reduce-scatter in the node, allreduce between nodes, allgather in the node)")
-      ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))->capture_default_str()->group(group);
+      ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--ranks-per-node", o.ranks_per_node,
                   "Treat each block of K consecutive ranks as one node (default: nodes from SLURMD_NODENAME or the "
                   "host name)")
-      ->check(CLI::NonNegativeNumber)->group(group);
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
   cmd->add_option("--bucket-mb", o.bucket_mb, "Gradients reduced together, in MB (reverse layer order)")
-      ->check(CLI::PositiveNumber)->capture_default_str()->group(group);
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--overlap", o.overlap,
                   "Reduce gradient buckets while the backward pass runs: on, off, or auto (on, unless a rank's "
                   "CPU set has no core beyond its compute threads, where the waiting would slow the backward pass)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str()->group(group);
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--stall-timeout", o.stall_timeout,
                   "Abort the job, naming the late ranks, when a collective waits longer than this (300s, 5m, 1h)")
-      ->capture_default_str()->group(group);
+      ->capture_default_str()
+      ->group(group);
 }
 
 }  // namespace dptrain::app

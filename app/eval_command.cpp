@@ -9,19 +9,19 @@
 #include <optional>
 
 #include "backend_options.hpp"
-#include "dptrain/train/shared_manifest.hpp"
-#include "dptrain/distributed/broadcast.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/data/loader.hpp"
+#include "dptrain/distributed/broadcast.hpp"
 #include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/evaluation.hpp"
 #include "dptrain/train/run_config.hpp"
+#include "dptrain/train/shared_manifest.hpp"
 #include "dptrain/train/trainer.hpp"
-#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -147,9 +147,9 @@ int run_eval(const EvalOptions& o) {
               << std::setw(12) << "model" << m.model << " (" << config.image_size << "x" << config.image_size << "x"
               << config.channels << ", " << config.classes << " classes)\n"
               << std::setw(12) << "step" << m.step << "\n"
-              << std::setw(12) << "split" << o.split << " of " << manifest.name << " (" << o.data << "), "
-              << job.size() << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << o.batch << ", "
-              << backend->name() << ", " << o.device.precision << "\n"
+              << std::setw(12) << "split" << o.split << " of " << manifest.name << " (" << o.data << "), " << job.size()
+              << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << o.batch << ", " << backend->name() << ", "
+              << o.device.precision << "\n"
               << std::setw(12) << "samples" << e.samples << "\n"
               << std::fixed << std::setprecision(4) << std::setw(12) << "loss" << e.loss << "\n"
               << std::setw(12) << "top-1" << e.top1 << "\n"
@@ -162,13 +162,18 @@ int run_eval(const EvalOptions& o) {
 }  // namespace
 
 Command add_eval_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "Score a checkpoint (loss, top-1, top-5) on a split of a dataset, on one "
-                                         "process or many (srun, mpiexec)");
+  auto* cmd = app.add_subcommand("eval",
+                                 "Score a checkpoint (loss, top-1, top-5) on a split of a dataset, on one "
+                                 "process or many (srun, mpiexec)");
   auto o = std::make_shared<EvalOptions>();
   cmd->add_option("--checkpoint", o->checkpoint, "A checkpoint (ckpt-*.h5) or checkpoint directory (its latest)")
       ->required();
-  cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")->required()->check(CLI::ExistingDirectory);
-  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--split", o->split, "The split to score")->capture_default_str();
   add_loader_threads_option(cmd, o->threads);
   cmd->add_option("--json", o->json, "Also write the result as one JSON object to this file (rank 0)");

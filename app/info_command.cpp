@@ -2,9 +2,9 @@
 // from a job log exactly which oneDNN, MPI, HDF5 (and CUDA stack) produced a result.
 #include <hdf5.h>
 #include <mpi.h>
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include <iostream>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "build_info.hpp"
 #include "commands.hpp"
@@ -47,8 +47,9 @@ int run_info(const distributed::JobOptions& options) {
 }  // namespace
 
 Command add_info_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("info", "Print the versions of dptrain and the libraries it runs on, the GPUs it "
-                                         "sees and, under srun or mpiexec, the map of ranks to nodes, GPUs and CPUs");
+  auto* cmd = app.add_subcommand("info",
+                                 "Print the versions of dptrain and the libraries it runs on, the GPUs it "
+                                 "sees and, under srun or mpiexec, the map of ranks to nodes, GPUs and CPUs");
   auto options = std::make_shared<distributed::JobOptions>();
   cmd->add_option("--ranks-per-node", options->ranks_per_node, "Treat each block of K consecutive ranks as one node")
       ->check(CLI::NonNegativeNumber);

@@ -36,7 +36,8 @@ void print_human(const nlohmann::json& j, const ckpt::TrainingState& state) {
               static_cast<double>(j["bytes"].get<std::uintmax_t>()) / 1e6);
   std::printf("model            %s\n", j["model"].get<std::string>().c_str());
   std::printf("step             %lld\n", static_cast<long long>(j["step"].get<std::int64_t>()));
-  std::printf("epoch            %lld (0-based), %lld samples of it seen\n", static_cast<long long>(j["epoch"].get<std::int64_t>()),
+  std::printf("epoch            %lld (0-based), %lld samples of it seen\n",
+              static_cast<long long>(j["epoch"].get<std::int64_t>()),
               static_cast<long long>(j["samples_in_epoch"].get<std::int64_t>()));
   std::printf("world size       %lld at save\n", static_cast<long long>(j["world_size"].get<std::int64_t>()));
   std::printf("global batch     %lld\n", static_cast<long long>(j["global_batch"].get<std::int64_t>()));
@@ -45,7 +46,8 @@ void print_human(const nlohmann::json& j, const ckpt::TrainingState& state) {
               static_cast<long long>(lr["warmup_steps"].get<std::int64_t>()),
               static_cast<long long>(lr["total_steps"].get<std::int64_t>()));
   std::printf("optimizer        %s, momentum %g, weight decay %g%s%s\n", o["type"].get<std::string>().c_str(),
-              o["momentum"].get<double>(), o["weight_decay"].get<double>(), o["nesterov"].get<bool>() ? ", nesterov" : "",
+              o["momentum"].get<double>(), o["weight_decay"].get<double>(),
+              o["nesterov"].get<bool>() ? ", nesterov" : "",
               o["decay_all"].get<bool>() ? ", decay on all parameters" : "");
   std::printf("seed             %llu\n", static_cast<unsigned long long>(j["seed"].get<std::uint64_t>()));
   std::printf("loss scale       %g\n", j["loss_scale"].get<double>());

@@ -4,14 +4,13 @@
 // that fits a memory limit. dptrain inspect CKPT: a checkpoint (inspect_checkpoint.cpp).
 #include <iomanip>
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "inspect_checkpoint.hpp"
-#include "memory_report.hpp"
 #include "dptrain/core/byte_size.hpp"
 #include "dptrain/net/models/registry.hpp"
+#include "inspect_checkpoint.hpp"
+#include "memory_report.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -65,13 +64,14 @@ int run_inspect(const InspectOptions& o) {
   }
   std::cout << o.model << ": input " << input.to_string() << ", " << o.classes << " classes\n";
   std::cout << std::left << std::setw(44) << "layer" << std::setw(22) << "kind" << std::setw(20) << "output"
-            << std::right << std::setw(12) << "parameters" << std::setw(14) << "MFLOP" << "\n";
+            << std::right << std::setw(12) << "parameters" << std::setw(14) << "MFLOP"
+            << "\n";
   for (const auto& node : net->nodes()) {
     if (!node.layer) continue;
     std::cout << std::left << std::setw(44) << node.layer->name() << std::setw(22) << node.layer->kind()
-              << std::setw(20) << node.shape.to_string() << std::right << std::setw(12)
-              << layer_parameters(*node.layer) << std::setw(14) << std::fixed << std::setprecision(1)
-              << node.layer->flops_per_sample() / 1e6 << (node.training_only ? "  (training only)" : "") << "\n";
+              << std::setw(20) << node.shape.to_string() << std::right << std::setw(12) << layer_parameters(*node.layer)
+              << std::setw(14) << std::fixed << std::setprecision(1) << node.layer->flops_per_sample() / 1e6
+              << (node.training_only ? "  (training only)" : "") << "\n";
   }
   std::cout << "parameters: " << net->parameter_count() << "\nforward GFLOP per image: " << std::setprecision(3)
             << net->flops_per_sample() / 1e9 << " (multiply-add = 2 FLOPs)\n\n";

@@ -1,7 +1,6 @@
 // dptrain: the command line. Subcommands live in their own files; this one dispatches and turns any
 // dptrain::Error into one clear line on stderr and a non-zero exit (on every rank of the job).
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 #include <map>

@@ -15,8 +15,9 @@ std::vector<CLI::Option*> add_memory_query_options(CLI::App* cmd, MemoryQuery& q
       cmd->add_option("--precision", q.precision, "Activation arithmetic: fp32, bf16 or fp16")
           ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
           ->capture_default_str(),
-      cmd->add_option("--backend", q.backend,
-                      "Whose workspace to count: cpu, cuda (cuDNN workspace, CUDA context) or auto (cuda for bf16/fp16)")
+      cmd->add_option(
+             "--backend", q.backend,
+             "Whose workspace to count: cpu, cuda (cuDNN workspace, CUDA context) or auto (cuda for bf16/fp16)")
           ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
           ->capture_default_str(),
       cmd->add_option("--memory-limit", q.memory_limit,
@@ -60,8 +61,9 @@ MemoryReport memory_report(const std::string& model, ModelConfig config, const M
 
 namespace {
 void row(std::ostream& out, const char* what, std::size_t planned, std::size_t unplanned, const char* note = "") {
-  out << "  " << std::left << std::setw(26) << what << std::right << std::setw(12) << format_bytes(static_cast<double>(planned))
-      << std::setw(16) << format_bytes(static_cast<double>(unplanned)) << (*note ? "  " : "") << note << "\n";
+  out << "  " << std::left << std::setw(26) << what << std::right << std::setw(12)
+      << format_bytes(static_cast<double>(planned)) << std::setw(16) << format_bytes(static_cast<double>(unplanned))
+      << (*note ? "  " : "") << note << "\n";
 }
 }  // namespace
 
@@ -69,9 +71,11 @@ void print_memory_report(std::ostream& out, const MemoryReport& r) {
   const MemoryEstimate& e = r.estimate;
   const bool training = r.options.purpose == NetPurpose::training;
   out << (training ? "training" : "inference (dptrain eval)") << " memory per rank: batch " << e.batch << ", "
-      << r.query.precision << ", " << r.query.backend << " backend" << (r.query.ranks > 1 ? ", several ranks" : "") << "\n";
+      << r.query.precision << ", " << r.query.backend << " backend" << (r.query.ranks > 1 ? ", several ranks" : "")
+      << "\n";
   out << "  " << std::left << std::setw(26) << "" << std::right << std::setw(12) << "planned" << std::setw(16)
-      << "one per tensor" << "\n";
+      << "one per tensor"
+      << "\n";
   row(out, "parameters (fp32)", e.parameters, e.parameters);
   if (training) {
     row(out, "parameter gradients", e.gradients, e.gradients);
@@ -85,8 +89,11 @@ void print_memory_report(std::ostream& out, const MemoryReport& r) {
       r.options.cuda ? "cuDNN workspace cap, low-precision weight copies" : "oneDNN's blocked weight copies");
   if (e.reserved) row(out, "CUDA context (reserved)", e.reserved, e.reserved, "cuBLAS and cuDNN loaded; an estimate");
   row(out, "total", e.total(), e.total_unplanned());
-  out << "  per image: " << format_bytes(static_cast<double>(e.activations + e.layer_state + e.inputs) / static_cast<double>(e.batch))
-      << " planned, " << format_bytes(static_cast<double>(e.unplanned_activations + e.layer_state + e.inputs) / static_cast<double>(e.batch))
+  out << "  per image: "
+      << format_bytes(static_cast<double>(e.activations + e.layer_state + e.inputs) / static_cast<double>(e.batch))
+      << " planned, "
+      << format_bytes(static_cast<double>(e.unplanned_activations + e.layer_state + e.inputs) /
+                      static_cast<double>(e.batch))
       << " with one buffer per tensor\n";
   if (r.limit) {
     auto batch = [](std::int64_t b) { return (b >= kMaxBatch ? "at least " : "") + std::to_string(b); };

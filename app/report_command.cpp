@@ -42,8 +42,9 @@ std::string find_gnuplot() {
 
 void draw_plot(const std::vector<ScalingRow>& rows, const std::string& png) {
   const std::string gnuplot = find_gnuplot();
-  DPTRAIN_CHECK(!gnuplot.empty(), "--plot needs gnuplot, which is not installed (Debian: apt-get install gnuplot-nox; "
-                                  "or set GNUPLOT to its path); the table and the CSV do not need it");
+  DPTRAIN_CHECK(!gnuplot.empty(),
+                "--plot needs gnuplot, which is not installed (Debian: apt-get install gnuplot-nox; "
+                "or set GNUPLOT to its path); the table and the CSV do not need it");
   // The script is kept next to the chart, so it can be edited and re-run.
   const std::string script = png + ".gp";
   {
@@ -63,8 +64,8 @@ void draw_plot(const std::vector<ScalingRow>& rows, const std::string& png) {
   }
   DPTRAIN_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "gnuplot failed on '", script,
                 "' (its message is above)");
-  DPTRAIN_CHECK(std::filesystem::exists(png) && std::filesystem::file_size(png) > 0, "gnuplot wrote no chart to '",
-                png, "'");
+  DPTRAIN_CHECK(std::filesystem::exists(png) && std::filesystem::file_size(png) > 0, "gnuplot wrote no chart to '", png,
+                "'");
 }
 
 int run_report(const ReportOptions& o) {
@@ -92,8 +93,9 @@ int run_report(const ReportOptions& o) {
 
 Command add_report_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "report", "Scaling table (GPUs, images/sec, speedup, efficiency per model) of 'dptrain bench --json' results "
-                "and 'dptrain train --metrics' files, as text, CSV and a PNG chart");
+      "report",
+      "Scaling table (GPUs, images/sec, speedup, efficiency per model) of 'dptrain bench --json' results "
+      "and 'dptrain train --metrics' files, as text, CSV and a PNG chart");
   auto o = std::make_shared<ReportOptions>();
   cmd->add_option("files", o->files, "Result files: bench JSON, or metrics JSON lines (their summary lines count)")
       ->required()

@@ -37,8 +37,8 @@ std::optional<ScalingSample> sample_from(const json& j, const std::string& where
                 ": the field 'world_size' is not a positive integer");
   s.gpus = gpus.get<int>();
   const json& rate = need(rate_key.c_str());
-  DPTRAIN_CHECK(rate.is_number() && rate.get<double>() > 0 && std::isfinite(rate.get<double>()), where,
-                ": the field '", rate_key, "' is not a positive number");
+  DPTRAIN_CHECK(rate.is_number() && rate.get<double>() > 0 && std::isfinite(rate.get<double>()), where, ": the field '",
+                rate_key, "' is not a positive number");
   s.images_per_sec = rate.get<double>();
   return s;
 }
@@ -111,8 +111,9 @@ void print_scaling_table(std::ostream& out, const std::vector<ScalingRow>& rows)
   std::size_t width = 5;
   for (const auto& r : rows) width = std::max(width, r.model.size());
   out << std::left << std::setw(static_cast<int>(width)) << "model" << std::right << std::setw(6) << "GPUs"
-      << std::setw(14) << "images/sec" << std::setw(10) << "speedup" << std::setw(12) << "efficiency"
-      << std::setw(6) << "runs" << "\n";
+      << std::setw(14) << "images/sec" << std::setw(10) << "speedup" << std::setw(12) << "efficiency" << std::setw(6)
+      << "runs"
+      << "\n";
   for (const auto& r : rows) {
     out << std::left << std::setw(static_cast<int>(width)) << r.model << std::right << std::setw(6) << r.gpus
         << std::fixed << std::setprecision(2) << std::setw(14) << r.images_per_sec << std::setw(10) << r.speedup

@@ -11,56 +11,76 @@
 namespace dptrain::app {
 
 Command add_train_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "Train a model from a dataset directory (HDF5 shards + manifest.json), "
-                                          "on one process or many (srun, mpiexec)");
+  auto* cmd = app.add_subcommand("train",
+                                 "Train a model from a dataset directory (HDF5 shards + manifest.json), "
+                                 "on one process or many (srun, mpiexec)");
   auto o = std::make_shared<TrainingRunConfig>();
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
-  cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   auto* epochs = cmd->add_option("--epochs", o->epochs, "Train this many epochs")->check(CLI::PositiveNumber);
   auto* steps = cmd->add_option("--steps", o->steps, "Train this many steps")->check(CLI::PositiveNumber);
   epochs->excludes(steps);
-  cmd->add_option("--batch-size", o->batch, "Images per step on each rank (the global batch is this times the ranks; "
-                                           "a resume without it keeps the checkpoint's global batch)")
-      ->check(CLI::PositiveNumber)->capture_default_str()
+  cmd->add_option("--batch-size", o->batch,
+                  "Images per step on each rank (the global batch is this times the ranks; "
+                  "a resume without it keeps the checkpoint's global batch)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str()
       ->each([o](const std::string&) { o->batch_given = true; });
   cmd->add_option("--lr", o->lr, "Learning rate per 256 images of global batch (scaled linearly)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--schedule", o->schedule, "Learning-rate schedule: constant, step, poly or cosine")->capture_default_str();
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--schedule", o->schedule, "Learning-rate schedule: constant, step, poly or cosine")
+      ->capture_default_str();
   cmd->add_option("--milestones", o->milestones, "Epochs at which --schedule step divides the rate by 10");
-  cmd->add_option("--warmup-epochs", o->warmup_epochs, "Linear warm-up from 0 over this many epochs")->capture_default_str();
+  cmd->add_option("--warmup-epochs", o->warmup_epochs, "Linear warm-up from 0 over this many epochs")
+      ->capture_default_str();
   cmd->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str();
   cmd->add_flag("--nesterov", o->nesterov, "Nesterov momentum");
-  cmd->add_option("--weight-decay", o->weight_decay, "Weight decay (not on biases and batch norm)")->capture_default_str();
+  cmd->add_option("--weight-decay", o->weight_decay, "Weight decay (not on biases and batch norm)")
+      ->capture_default_str();
   cmd->add_option("--label-smoothing", o->label_smoothing, "Label smoothing of the loss")->capture_default_str();
   cmd->add_flag("!--no-aux", o->aux_heads, "Train without the auxiliary classifiers");
-  cmd->add_option("--crop", o->crop, "Input size the model sees (default: the stored image size)")->check(CLI::PositiveNumber);
+  cmd->add_option("--crop", o->crop, "Input size the model sees (default: the stored image size)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--pad", o->pad, "Zero padding before the random crop in training")->capture_default_str();
   cmd->add_flag("--flip", o->flip, "Random horizontal flips in training");
   add_loader_threads_option(cmd, o->loader_threads);
   cmd->add_option("--seed", o->seed, "Seed of the weights, the sample order and augmentation")->capture_default_str();
   cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)");
-  cmd->add_option("--log-every", o->log_every, "Print a line every this many steps")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--log-every", o->log_every, "Print a line every this many steps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   add_backend_options(cmd, o->device, true);
   add_distributed_options(cmd, o->dist);
   const char* group = "Checkpoints";
   CheckpointOptions& c = o->checkpoints;
   cmd->add_option("--checkpoint-dir", c.directory, "Write checkpoints here (rank 0; ckpt-<step>.h5 and 'latest')")
       ->group(group);
-  cmd->add_option("--checkpoint-every", c.every, "Steps (500) or wall time (30m, 2h) between checkpoints; 0: only "
-                                                 "at the end and when stopped")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--keep", c.keep, "Keep the newest K checkpoints (0: all)")->capture_default_str()->group(group);
-  cmd->add_option("--resume", c.resume, "auto: from the newest valid checkpoint in --checkpoint-dir if there is one "
-                                        "(else a fresh start); none; or a checkpoint file or directory")
-      ->capture_default_str()->group(group);
-  cmd->add_option("--time-limit", c.time_limit, "Checkpoint and exit with code 75 before this much wall time "
-                                                "(HH:MM:SS, 90m, 2h); Slurm's end time is used as well")
+  cmd->add_option("--checkpoint-every", c.every,
+                  "Steps (500) or wall time (30m, 2h) between checkpoints; 0: only "
+                  "at the end and when stopped")
+      ->capture_default_str()
       ->group(group);
-  cmd->add_option("--stop-at-step", c.stop_at_step, "Checkpoint and exit with code 75 after this global step, as "
-                                                    "if preempted (split a run into chunks; tests)")
-      ->check(CLI::PositiveNumber)->group(group);
-  cmd->add_option("--ready-file", c.ready_file, "Create this file once every rank catches USR1/TERM (checkpoint "
-                                                "and exit 75); slurm/train.sbatch holds back an earlier signal")
+  cmd->add_option("--keep", c.keep, "Keep the newest K checkpoints (0: all)")->capture_default_str()->group(group);
+  cmd->add_option("--resume", c.resume,
+                  "auto: from the newest valid checkpoint in --checkpoint-dir if there is one "
+                  "(else a fresh start); none; or a checkpoint file or directory")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--time-limit", c.time_limit,
+                  "Checkpoint and exit with code 75 before this much wall time "
+                  "(HH:MM:SS, 90m, 2h); Slurm's end time is used as well")
+      ->group(group);
+  cmd->add_option("--stop-at-step", c.stop_at_step,
+                  "Checkpoint and exit with code 75 after this global step, as "
+                  "if preempted (split a run into chunks; tests)")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
+  cmd->add_option("--ready-file", c.ready_file,
+                  "Create this file once every rank catches USR1/TERM (checkpoint "
+                  "and exit 75); slurm/train.sbatch holds back an earlier signal")
       ->group(group);
   return [o] { return TrainingRun(*o, std::cout).run(); };
 }

@@ -19,8 +19,9 @@ const char* const kClassNames[10] = {"T-shirt/top", "Trouser", "Pullover", "Dres
 
 // The whole decompressed content of a .gz file.
 std::vector<std::uint8_t> read_gzip(const std::string& path) {
-  DPTRAIN_CHECK(fs::exists(path), path, ": file not found (install Debian's dataset-fashion-mnist, or give the "
-                                        "folder with the four IDX .gz files)");
+  DPTRAIN_CHECK(fs::exists(path), path,
+                ": file not found (install Debian's dataset-fashion-mnist, or give the "
+                "folder with the four IDX .gz files)");
   gzFile file = gzopen(path.c_str(), "rb");
   DPTRAIN_CHECK(file != nullptr, path, ": cannot open");
   std::vector<std::uint8_t> bytes;
@@ -96,11 +97,12 @@ long convert_fashion_mnist(const std::string& source, const std::string& output,
       return static_cast<long>(existing.split("train").samples + existing.split("validation").samples);
     }
   }
-  const IdxImages train = read_idx_pair((src / "train-images-idx3-ubyte.gz").string(),
-                                        (src / "train-labels-idx1-ubyte.gz").string());
-  const IdxImages test = read_idx_pair((src / "t10k-images-idx3-ubyte.gz").string(),
-                                       (src / "t10k-labels-idx1-ubyte.gz").string());
-  DPTRAIN_CHECK(train.rows == test.rows && train.cols == test.cols, source, ": training and test images differ in size");
+  const IdxImages train =
+      read_idx_pair((src / "train-images-idx3-ubyte.gz").string(), (src / "train-labels-idx1-ubyte.gz").string());
+  const IdxImages test =
+      read_idx_pair((src / "t10k-images-idx3-ubyte.gz").string(), (src / "t10k-labels-idx1-ubyte.gz").string());
+  DPTRAIN_CHECK(train.rows == test.rows && train.cols == test.cols, source,
+                ": training and test images differ in size");
   fs::create_directories(output);
 
   data::Manifest m;

@@ -60,9 +60,9 @@ struct PixelSums {
 };
 
 struct SplitPlan {
-  std::string name;  // "train" or "validation"
-  bool statistics = false;  // mean and std come from this split
-  std::vector<SourceImage> images;  // the readable ones, in (label, path) order
+  std::string name;                               // "train" or "validation"
+  bool statistics = false;                        // mean and std come from this split
+  std::vector<SourceImage> images;                // the readable ones, in (label, path) order
   std::vector<std::vector<std::int64_t>> shards;  // plan_shards: indices into `images`
   std::vector<std::int64_t> first_sample;
 };
@@ -339,7 +339,8 @@ void Converter::warn_about_stale_shards(const data::Manifest& manifest) {
     const bool shard_name = (file.rfind("train-", 0) == 0 || file.rfind("validation-", 0) == 0) &&
                             file.find("-of-") != std::string::npos && entry.path().extension() == ".h5";
     if (shard_name && !listed.count(file)) {
-      warn("warning: " + entry.path().string() + " is not part of this conversion (an earlier one with other "
+      warn("warning: " + entry.path().string() +
+           " is not part of this conversion (an earlier one with other "
            "shard counts?); the manifest ignores it, delete it to save space");
     }
   }
@@ -348,8 +349,8 @@ void Converter::warn_about_stale_shards(const data::Manifest& manifest) {
 ImagenetReport Converter::run() {
   DPTRAIN_CHECK(o_.size >= 1 && o_.size <= 8192, "--size must be between 1 and 8192, not ", o_.size);
   DPTRAIN_CHECK(o_.train_shards >= 1 && o_.validation_shards >= 1, "--shards and --val-shards must be positive");
-  DPTRAIN_CHECK(o_.encoding == "raw" || o_.encoding == "jpeg", "--encoding must be 'raw' or 'jpeg', not '",
-                o_.encoding, "'");
+  DPTRAIN_CHECK(o_.encoding == "raw" || o_.encoding == "jpeg", "--encoding must be 'raw' or 'jpeg', not '", o_.encoding,
+                "'");
 
   std::ostringstream unused;  // every rank scans, one warns
   ImagenetTree tree = scan_imagenet_tree(o_.source, leader() ? warnings_ : unused);
@@ -379,7 +380,8 @@ ImagenetReport Converter::run() {
     for (int i = 0; i < static_cast<int>(splits[static_cast<std::size_t>(s)].shards.size()); ++i, ++total_shards) {
       if (total_shards % static_cast<std::size_t>(world_.size()) != static_cast<std::size_t>(world_.rank())) continue;
       mine.push_back({s, i, total_shards});
-      my_images += static_cast<std::int64_t>(splits[static_cast<std::size_t>(s)].shards[static_cast<std::size_t>(i)].size());
+      my_images +=
+          static_cast<std::int64_t>(splits[static_cast<std::size_t>(s)].shards[static_cast<std::size_t>(i)].size());
     }
   }
 
@@ -464,8 +466,8 @@ ImagenetReport Converter::run() {
          << o_.encoding << " " << o_.size << "x" << o_.size << "x" << kChannels << "; " << report.shards_written
          << " shards written, " << report.shards_reused << " kept from an earlier run)\n"
          << std::fixed << std::setprecision(2) << "mean " << manifest.mean[0] << " " << manifest.mean[1] << " "
-         << manifest.mean[2] << ", std " << manifest.stddev[0] << " " << manifest.stddev[1] << " "
-         << manifest.stddev[2] << " (0-255, train split)\n";
+         << manifest.mean[2] << ", std " << manifest.stddev[0] << " " << manifest.stddev[1] << " " << manifest.stddev[2]
+         << " (0-255, train split)\n";
     if (!report.skipped.empty()) {
       out_ << "skipped " << report.skipped.size() << " unreadable image" << (report.skipped.size() > 1 ? "s" : "")
            << " (named in the warnings above)\n";

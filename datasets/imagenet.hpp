@@ -25,12 +25,12 @@ namespace dptrain::datasets {
 
 struct ImagenetOptions {
   std::string source, output;
-  int size = 256;             // stored height and width
-  int train_shards = 1024;    // lowered to the sample count when there are fewer samples
+  int size = 256;           // stored height and width
+  int train_shards = 1024;  // lowered to the sample count when there are fewer samples
   int validation_shards = 128;
-  std::string encoding = "raw";  // "raw" or "jpeg"
-  int jobs = 0;                  // threads per rank; 0: the node's cores divided among its ranks
-  int jpeg_quality = 90;         // for encoding "jpeg"
+  std::string encoding = "raw";          // "raw" or "jpeg"
+  int jobs = 0;                          // threads per rank; 0: the node's cores divided among its ranks
+  int jpeg_quality = 90;                 // for encoding "jpeg"
   std::uint64_t seed = 0x1f5a9c2012ULL;  // the shard plan's shuffle; fixed so conversions are reproducible
   bool progress = true;                  // progress on stderr (rank 0 only)
 };

@@ -189,11 +189,13 @@ bool is_jpeg_name(const std::string& file_name) {
 
 ImagenetTree scan_imagenet_tree(const std::string& source_text, std::ostream& warnings) {
   const fs::path source(source_text);
-  DPTRAIN_CHECK(fs::is_directory(source), source_text, ": not found or not a directory (give the ImageNet folder "
-                                                       "that holds train/ and val/)");
+  DPTRAIN_CHECK(fs::is_directory(source), source_text,
+                ": not found or not a directory (give the ImageNet folder "
+                "that holds train/ and val/)");
   const fs::path train = source / "train";
-  DPTRAIN_CHECK(fs::is_directory(train), train.string(), ": not found; the source must be in the ILSVRC2012 layout "
-                                                         "(train/<wnid>/*.JPEG and val/)");
+  DPTRAIN_CHECK(fs::is_directory(train), train.string(),
+                ": not found; the source must be in the ILSVRC2012 layout "
+                "(train/<wnid>/*.JPEG and val/)");
   ImagenetTree tree;
   const Listing classes = list_folder(train);
   DPTRAIN_CHECK(classes.folders.size() >= 2, train.string(), ": holds ", classes.folders.size(),

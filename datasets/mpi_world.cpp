@@ -31,14 +31,14 @@ void MpiWorld::barrier() const {
 
 void MpiWorld::sum(std::vector<std::uint64_t>& values) const {
   if (!active_) return;
-  DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_UINT64_T, MPI_SUM,
-                          comm_));
+  DPTRAIN_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_UINT64_T, MPI_SUM, comm_));
 }
 
 void MpiWorld::bitwise_or(std::vector<std::uint32_t>& values) const {
   if (!active_) return;
-  DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_UINT32_T, MPI_BOR,
-                          comm_));
+  DPTRAIN_MPI_CHECK(
+      MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_UINT32_T, MPI_BOR, comm_));
 }
 
 std::vector<std::int64_t> MpiWorld::all_gather(const std::vector<std::int64_t>& mine) const {
@@ -52,8 +52,8 @@ std::vector<std::int64_t> MpiWorld::all_gather(const std::vector<std::int64_t>& 
     total += counts[static_cast<std::size_t>(r)];
   }
   std::vector<std::int64_t> all(static_cast<std::size_t>(total));
-  DPTRAIN_MPI_CHECK(MPI_Allgatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T,
-                           comm_));
+  DPTRAIN_MPI_CHECK(
+      MPI_Allgatherv(mine.data(), count, MPI_INT64_T, all.data(), counts.data(), offsets.data(), MPI_INT64_T, comm_));
   return all;
 }
 

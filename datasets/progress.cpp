@@ -26,8 +26,13 @@ Progress::Progress(std::string what, std::int64_t total, bool enabled)
     : Progress(std::move(what), total, enabled, isatty(STDERR_FILENO) == 1, std::cerr) {}
 
 Progress::Progress(std::string what, std::int64_t total, bool enabled, bool terminal, std::ostream& out)
-    : what_(std::move(what)), total_(total), enabled_(enabled && total > 0), terminal_(terminal), out_(&out),
-      start_(std::chrono::steady_clock::now()), last_print_(start_) {}
+    : what_(std::move(what)),
+      total_(total),
+      enabled_(enabled && total > 0),
+      terminal_(terminal),
+      out_(&out),
+      start_(std::chrono::steady_clock::now()),
+      last_print_(start_) {}
 
 Progress::~Progress() {
   // A destructor must not throw; an exception on the way out already reports what went wrong.

@@ -59,7 +59,9 @@ data::Image make_image(const SynthOptions& o, int label, int split, int index) {
       const double channel[3] = {colour.r, colour.g, colour.b};
       for (int c = 0; c < 3; ++c) {
         const double value = 255.0 * channel[c] * shade + 14.0 * rng.normal(draw++);
-        image.pixels[(static_cast<std::size_t>(y) * static_cast<std::size_t>(image.width) + static_cast<std::size_t>(x)) * 3 +
+        image.pixels[(static_cast<std::size_t>(y) * static_cast<std::size_t>(image.width) +
+                      static_cast<std::size_t>(x)) *
+                         3 +
                      static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(std::clamp(std::lround(value), 0L, 255L));
       }
     }

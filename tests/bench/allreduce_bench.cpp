@@ -62,7 +62,8 @@ void bandwidth_table(Job& job, Communicator* hierarchical) {
     std::vector<double> reference, flat, hier;
     for (int r = 0; r < reps + 1; ++r) {  // the first round warms up the buffers and connections
       const double a = time_once([&] {
-        DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+        DPTRAIN_MPI_CHECK(
+            MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
       });
       const double b = time_once([&] { job.communicator().allreduce_sum(buffer.data(), count); });
       const double c = hierarchical ? time_once([&] { hierarchical->allreduce_sum(buffer.data(), count); }) : 0;
@@ -111,13 +112,14 @@ void overlap_report(Job& job, const std::string& model_name, int batch, int step
   DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &comm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
   DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &exposed, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
   if (job.is_root()) {
-    std::printf("%s, batch %d per rank, %d steps, %zu buckets of up to %.0f MB (%.1f MB of gradients), overlap %s:\n"
-                "  step %.3f s, communication %.3f s per step, exposed %.3f s per step: %.0f%% hidden behind the "
-                "backward pass\n",
-                model_name.c_str(), batch, steps, reducer.bucket_count(), job.options().bucket_mb,
-                static_cast<double>(after.bytes) / (1 << 20), job.reducer_config().overlap ? "on" : "off",
-                seconds / steps, comm / job.size() / steps, exposed / job.size() / steps,
-                comm > 0 ? 100.0 * std::max(0.0, 1.0 - exposed / comm) : 0.0);
+    std::printf(
+        "%s, batch %d per rank, %d steps, %zu buckets of up to %.0f MB (%.1f MB of gradients), overlap %s:\n"
+        "  step %.3f s, communication %.3f s per step, exposed %.3f s per step: %.0f%% hidden behind the "
+        "backward pass\n",
+        model_name.c_str(), batch, steps, reducer.bucket_count(), job.options().bucket_mb,
+        static_cast<double>(after.bytes) / (1 << 20), job.reducer_config().overlap ? "on" : "off", seconds / steps,
+        comm / job.size() / steps, exposed / job.size() / steps,
+        comm > 0 ? 100.0 * std::max(0.0, 1.0 - exposed / comm) : 0.0);
   }
 }
 }  // namespace
@@ -128,15 +130,22 @@ int main(int argc, char** argv) {
   int batch = 4, steps = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--ranks-per-node") options.ranks_per_node = std::stoi(value);
-    else if (flag == "--model") model = value;
-    else if (flag == "--batch") batch = std::stoi(value);
-    else if (flag == "--steps") steps = std::stoi(value);
-    else if (flag == "--bucket-mb") options.bucket_mb = std::stod(value);
-    else if (flag == "--overlap") options.overlap = value;
+    if (flag == "--ranks-per-node")
+      options.ranks_per_node = std::stoi(value);
+    else if (flag == "--model")
+      model = value;
+    else if (flag == "--batch")
+      batch = std::stoi(value);
+    else if (flag == "--steps")
+      steps = std::stoi(value);
+    else if (flag == "--bucket-mb")
+      options.bucket_mb = std::stod(value);
+    else if (flag == "--overlap")
+      options.overlap = value;
     else {
-      std::fprintf(stderr, "usage: mpiexec -n N allreduce_bench [--ranks-per-node K] [--model M] [--batch B] "
-                           "[--steps S] [--bucket-mb MB] [--overlap auto|on|off]\n");
+      std::fprintf(stderr,
+                   "usage: mpiexec -n N allreduce_bench [--ranks-per-node K] [--model M] [--batch B] "
+                   "[--steps S] [--bucket-mb MB] [--overlap auto|on|off]\n");
       return 2;
     }
   }

@@ -81,10 +81,10 @@ void bench_model(const std::string& name, const std::string& dir, int repeats) {
   fs::remove_all(model_dir);
   const double mb = static_cast<double>(bytes) / 1e6;
   const double ckpt_rate = mb / median(checkpoint_s), plain_rate = mb / median(plain_s);
-  std::printf("%-13s %9.1f MB  capture %6.3f s   checkpoint %7.3f s %8.1f MB/s   plain write+fsync %7.3f s %8.1f MB/s"
-              "   ratio %.2f\n",
-              name.c_str(), mb, capture, median(checkpoint_s), ckpt_rate, median(plain_s), plain_rate,
-              ckpt_rate / plain_rate);
+  std::printf(
+      "%-13s %9.1f MB  capture %6.3f s   checkpoint %7.3f s %8.1f MB/s   plain write+fsync %7.3f s %8.1f MB/s"
+      "   ratio %.2f\n",
+      name.c_str(), mb, capture, median(checkpoint_s), ckpt_rate, median(plain_s), plain_rate, ckpt_rate / plain_rate);
 }
 }  // namespace
 

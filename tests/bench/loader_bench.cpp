@@ -51,7 +51,8 @@ std::vector<std::uint8_t> synthetic_image(std::int64_t sample) {
       const std::uint32_t noise = rng.block(static_cast<std::uint64_t>(1 + y * kSide + x))[0];
       for (int c = 0; c < kChannels; ++c) {
         const float v = 128.f + 60.f * std::sin(fx * static_cast<float>(x) + phase + static_cast<float>(c)) +
-                        40.f * std::cos(fy * static_cast<float>(y)) + static_cast<float>((noise >> (8 * c)) & 31u) - 16.f;
+                        40.f * std::cos(fy * static_cast<float>(y)) + static_cast<float>((noise >> (8 * c)) & 31u) -
+                        16.f;
         pixels[static_cast<std::size_t>((y * kSide + x) * kChannels + c)] =
             static_cast<std::uint8_t>(std::clamp(v, 0.f, 255.f));
       }

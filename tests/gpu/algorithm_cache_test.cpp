@@ -1,7 +1,7 @@
 // The convolution algorithm cache's keys and counters (host code: runs without a GPU).
-#include <catch2/catch.hpp>
-
 #include "dptrain/backend/cuda/algorithm_cache.hpp"
+
+#include <catch2/catch.hpp>
 
 using dptrain::ConvolutionSpec;
 using dptrain::DType;
@@ -51,8 +51,7 @@ TEST_CASE("the cache returns what a search found and counts searches, reuses and
   CHECK(cache.find(key) == nullptr);
   CHECK(cache.stats().reused == 0);
   cache.add(key, {6, 1024, CUDNN_TENSOR_OP_MATH}, 0.25);
-  cache.add(AlgorithmCache::key("backward-data", DType::bf16, bottleneck_3x3("conv")), {1, 0, CUDNN_DEFAULT_MATH},
-            0.5);
+  cache.add(AlgorithmCache::key("backward-data", DType::bf16, bottleneck_3x3("conv")), {1, 0, CUDNN_DEFAULT_MATH}, 0.5);
   const dptrain::cuda::FoundAlgorithm* found = cache.find(key);
   REQUIRE(found != nullptr);
   CHECK(found->algo == 6);

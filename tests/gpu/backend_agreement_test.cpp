@@ -3,10 +3,9 @@
 // backend in bf16 and fp16 (activations in 16 bits, parameters f32) must agree with the CPU's fp32
 // to 1e-2 norm-relative error. Activations are made with activation()/on_activation(), which are f32
 // on the CPU and in the fp32 run, so that run is what it always was.
-#include <catch2/catch.hpp>
-
 #include <array>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 

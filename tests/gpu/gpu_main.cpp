@@ -3,7 +3,6 @@
 // reports them skipped, never passed.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <memory>
 #include <string>

@@ -1,7 +1,6 @@
 #include "gpu/gpu_testing.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -43,8 +42,7 @@ std::map<std::string, Worst>& worst_errors() {
   return worst;
 }
 
-void compare(const Run& run, const std::vector<std::string>& names, Backend& other, double tolerance,
-             bool by_norm) {
+void compare(const Run& run, const std::vector<std::string>& names, Backend& other, double tolerance, bool by_norm) {
   const std::vector<Tensor> reference = run(cpu());
   const std::vector<Tensor> actual = run(other);
   REQUIRE(reference.size() == names.size());
@@ -80,8 +78,7 @@ double norm_relative_error(const Tensor& actual, const Tensor& reference, double
   return std::sqrt(difference) / std::max(std::sqrt(scale), floor);
 }
 
-void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names,
-                                        double low_tolerance) {
+void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names, double low_tolerance) {
   compare(run, names, gpu(), 1e-4, false);
   for (Precision precision : {Precision::bf16, Precision::fp16}) {
     Backend* backend = gpu(precision);

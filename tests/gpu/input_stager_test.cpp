@@ -2,7 +2,6 @@
 // the floats the CPU loader writes (normalise_planes), bit for bit in fp32; in bf16 and fp16 they must
 // be exactly what the f32 path gives (host floats, converted on the device).
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "dptrain/core/input_format.hpp"

@@ -2,7 +2,6 @@
 // and batch give the same loss and the same parameter gradients (1e-4 relative in fp32; the CUDA
 // backend in bf16 and fp16, activations in 16 bits and f32 master weights, to 1e-2 norm-relative).
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 
 #include "dptrain/net/models/registry.hpp"

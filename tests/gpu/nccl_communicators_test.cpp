@@ -1,16 +1,17 @@
 // The GPU gradient communicators under mpiexec: flat NCCL and hierarchical NCCL + MPI sum device
 // buffers exactly (integers), for sizes that do and do not divide among the ranks of a node.
 // Skipped (77) without a usable GPU, or with fewer GPUs than ranks on this machine.
+#include "dptrain/distributed/nccl_communicators.hpp"
+
+#include <cuda_runtime.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include <cuda_runtime.h>
-
 #include "dptrain/backend/cuda/check_cuda.hpp"
 #include "dptrain/backend/cuda/device_query.hpp"
 #include "dptrain/distributed/launcher.hpp"
-#include "dptrain/distributed/nccl_communicators.hpp"
 #include "mpi/mpi_testing.hpp"
 
 using namespace dptrain;
@@ -27,7 +28,8 @@ void check_sum(Communicator& comm, std::size_t count) {
   comm.allreduce_sum(device, count);
   DPTRAIN_CUDA_CHECK(cudaMemcpy(host.data(), device, count * sizeof(float), cudaMemcpyDeviceToHost));
   DPTRAIN_CUDA_CHECK(cudaFree(device));
-  verdict.expect(testing::is_rank_pattern_sum(host, comm.size()), comm.name() + ": sum of " + std::to_string(count) + " floats on the GPU");
+  verdict.expect(testing::is_rank_pattern_sum(host, comm.size()),
+                 comm.name() + ": sum of " + std::to_string(count) + " floats on the GPU");
 }
 }  // namespace
 

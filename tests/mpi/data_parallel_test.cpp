@@ -133,8 +133,8 @@ int main() {
     auto hierarchical = make_communicator(nodes, {AllreduceKind::hierarchical, 120});
     const Run hier = train(kPerRank, rank * kPerRank, global, hierarchical.get(), small_buckets);
     const double hier_error = relative_difference(hier, overlapped);
-    verdict.expect(hier_error < 1e-5, hierarchical->name() + " vs flat: relative difference " +
-                                          std::to_string(hier_error));
+    verdict.expect(hier_error < 1e-5,
+                   hierarchical->name() + " vs flat: relative difference " + std::to_string(hier_error));
     // Every rank must hold the same parameters.
     double mine = 0;
     for (const auto& p : hier.parameters) {
@@ -149,8 +149,9 @@ int main() {
                        std::to_string(overlapped.stats.bytes) + " bytes");
   }
   if (rank == 0) {
-    std::printf("%d ranks: vs one process %.2e (weights moved %.2e); overlap hid %.0f%% of %.3f s of communication\n", size, flat_error, moved,
-                100 * overlapped.stats.hidden_fraction(), overlapped.stats.communication_seconds);
+    std::printf("%d ranks: vs one process %.2e (weights moved %.2e); overlap hid %.0f%% of %.3f s of communication\n",
+                size, flat_error, moved, 100 * overlapped.stats.hidden_fraction(),
+                overlapped.stats.communication_seconds);
   }
   return verdict.finish("data_parallel");
 }

@@ -52,14 +52,16 @@ data::Manifest write_tiny_dataset(const std::string& directory, const TinyDatase
   std::filesystem::create_directories(directory);
   data::Manifest m;
   m.name = "tiny";
-  for (int k = 0; k < spec.classes; ++k) m.classes.push_back(data::ClassInfo{k, std::to_string(k), "bar " + std::to_string(k)});
+  for (int k = 0; k < spec.classes; ++k)
+    m.classes.push_back(data::ClassInfo{k, std::to_string(k), "bar " + std::to_string(k)});
   m.height = m.width = spec.size;
   m.channels = 1;
   m.encoding = "raw";
   m.mean = {60.0};
   m.stddev = {60.0};
   m.splits["train"] = write_split(directory, "train", spec.train, 0, 2, spec);
-  if (spec.validation > 0) m.splits["validation"] = write_split(directory, "validation", spec.validation, spec.train, 1, spec);
+  if (spec.validation > 0)
+    m.splits["validation"] = write_split(directory, "validation", spec.validation, spec.train, 1, spec);
   m.write(directory);
   return m;
 }

@@ -1,15 +1,15 @@
 #pragma once
 // Checks for records with a field table (core/fields.hpp): every field gets a value unlike its
 // default, and must come back unchanged through each form the tree stores or sends it in.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <type_traits>
-#include <unistd.h>
 
 #include "dptrain/core/fields.hpp"
 #include "dptrain/core/record_bytes.hpp"
@@ -73,8 +73,8 @@ void check_round_trips(const Record& filled) {
     CHECK(field_values(back) == expected);
   }
   {
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("dptrain-fields-" + std::to_string(::getpid()) + ".h5")).string();
+    const std::string path =
+        (std::filesystem::temp_directory_path() / ("dptrain-fields-" + std::to_string(::getpid()) + ".h5")).string();
     {
       h5::Handle file = h5::create_file(path);
       h5::write_record_attributes(file.id(), filled);

@@ -17,8 +17,8 @@ struct Nchw {
 
 Nchw dims_of(const Shape& shape, std::size_t values, const char* who) {
   DPTRAIN_CHECK(shape.rank() == 4, who, ": the reference needs a 4-D shape, not ", shape.to_string());
-  DPTRAIN_CHECK(static_cast<std::int64_t>(values) == shape.numel(), who, ": ", values,
-                " values do not fill shape ", shape.to_string());
+  DPTRAIN_CHECK(static_cast<std::int64_t>(values) == shape.numel(), who, ": ", values, " values do not fill shape ",
+                shape.to_string());
   return {shape[0], shape[1], shape[2], shape[3]};
 }
 
@@ -66,8 +66,8 @@ std::vector<double> lrn_scale(const std::vector<double>& x, const Nchw& d, int s
 }
 
 void check_labels(std::span<const std::int32_t> labels, std::int64_t rows, std::int64_t classes) {
-  DPTRAIN_CHECK(static_cast<std::int64_t>(labels.size()) == rows, "reference softmax: ", labels.size(),
-                " labels for ", rows, " rows");
+  DPTRAIN_CHECK(static_cast<std::int64_t>(labels.size()) == rows, "reference softmax: ", labels.size(), " labels for ",
+                rows, " rows");
   for (const std::int32_t label : labels) {
     DPTRAIN_CHECK(label >= 0 && label < classes, "reference softmax: label ", label, " out of range");
   }
@@ -126,8 +126,8 @@ std::vector<double> batch_norm_inference(const std::vector<double>& x, const Sha
   return y;
 }
 
-BatchNormGradients batch_norm_backward(const std::vector<double>& x, const std::vector<double>& dy,
-                                       const Shape& shape, const std::vector<double>& scale, double epsilon) {
+BatchNormGradients batch_norm_backward(const std::vector<double>& x, const std::vector<double>& dy, const Shape& shape,
+                                       const std::vector<double>& scale, double epsilon) {
   const Nchw d = dims_of(shape, x.size(), "reference batch_norm");
   std::vector<double> mean, variance;
   channel_statistics(x, d, mean, variance);
@@ -159,8 +159,8 @@ BatchNormGradients batch_norm_backward(const std::vector<double>& x, const std::
   return g;
 }
 
-std::vector<double> lrn_forward(const std::vector<double>& x, const Shape& shape, int size, double alpha,
-                                double beta, double k) {
+std::vector<double> lrn_forward(const std::vector<double>& x, const Shape& shape, int size, double alpha, double beta,
+                                double k) {
   const Nchw d = dims_of(shape, x.size(), "reference lrn");
   const std::vector<double> s = lrn_scale(x, d, size, alpha, k);
   std::vector<double> y(x.size());

@@ -31,13 +31,13 @@ struct BatchNormGradients {
   std::vector<double> dshift;
 };
 // The gradients of the training forward (batch statistics recomputed from x).
-BatchNormGradients batch_norm_backward(const std::vector<double>& x, const std::vector<double>& dy,
-                                       const Shape& shape, const std::vector<double>& scale, double epsilon);
+BatchNormGradients batch_norm_backward(const std::vector<double>& x, const std::vector<double>& dy, const Shape& shape,
+                                       const std::vector<double>& scale, double epsilon);
 
 // Local response normalization across channels, as Caffe and oneDNN define it:
 // y = x / (k + alpha / size * sum over the `size` channels centred on c, clipped at the edges, of x^2)^beta.
-std::vector<double> lrn_forward(const std::vector<double>& x, const Shape& shape, int size, double alpha,
-                                double beta, double k);
+std::vector<double> lrn_forward(const std::vector<double>& x, const Shape& shape, int size, double alpha, double beta,
+                                double k);
 std::vector<double> lrn_backward(const std::vector<double>& x, const std::vector<double>& dy, const Shape& shape,
                                  int size, double alpha, double beta, double k);
 

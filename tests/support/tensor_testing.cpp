@@ -23,13 +23,15 @@ Tensor distinct_tensor(const Shape& shape, std::uint64_t seed, float gap) {
   std::iota(order.begin(), order.end(), 0);
   const CounterRng rng(seed, 2);
   for (std::int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
-    const auto j = static_cast<std::int64_t>(rng.bits(static_cast<std::uint64_t>(i)) % static_cast<std::uint64_t>(i + 1));
+    const auto j =
+        static_cast<std::int64_t>(rng.bits(static_cast<std::uint64_t>(i)) % static_cast<std::uint64_t>(i + 1));
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
   }
   Tensor t = Tensor::empty(shape);
   // Values centred on zero, none closer than gap/4 to it (whether n is odd or even).
   for (std::int64_t i = 0; i < n; ++i) {
-    t.data<float>()[i] = (static_cast<float>(order[static_cast<std::size_t>(i)]) - static_cast<float>(n / 2) + 0.25f) * gap;
+    t.data<float>()[i] =
+        (static_cast<float>(order[static_cast<std::size_t>(i)]) - static_cast<float>(n / 2) + 0.25f) * gap;
   }
   return t;
 }
@@ -38,7 +40,8 @@ Tensor random_labels(std::int64_t count, int classes, std::uint64_t seed) {
   Tensor t = Tensor::empty(Shape{count}, DType::i32);
   const CounterRng rng(seed, 3);
   for (std::int64_t i = 0; i < count; ++i) {
-    t.data<std::int32_t>()[i] = static_cast<std::int32_t>(rng.bits(static_cast<std::uint64_t>(i)) % static_cast<std::uint32_t>(classes));
+    t.data<std::int32_t>()[i] =
+        static_cast<std::int32_t>(rng.bits(static_cast<std::uint64_t>(i)) % static_cast<std::uint32_t>(classes));
   }
   return t;
 }
@@ -56,9 +59,9 @@ Tensor from_double(const std::vector<double>& values, const Shape& shape) {
 }
 
 double relative_error(const Tensor& actual, const std::vector<double>& reference, double floor) {
-  DPTRAIN_CHECK(static_cast<std::size_t>(actual.numel()) == reference.size(), "relative_error: ",
-                actual.shape().to_string(), " has ", actual.numel(), " elements but the reference has ",
-                reference.size());
+  DPTRAIN_CHECK(static_cast<std::size_t>(actual.numel()) == reference.size(),
+                "relative_error: ", actual.shape().to_string(), " has ", actual.numel(),
+                " elements but the reference has ", reference.size());
   double worst = 0, scale = floor;
   for (std::size_t i = 0; i < reference.size(); ++i) {
     worst = std::max(worst, std::abs(static_cast<double>(actual.data<float>()[i]) - reference[i]));
@@ -132,10 +135,9 @@ LayerRun run_layer(Layer& layer, const Shape& output_shape, std::span<const Tens
 }
 
 double finite_difference_error(Layer& layer, const Shape& output_shape, std::span<const Tensor> inputs,
-                               std::span<const bool> needs_grad, const PassContext& ctx, double step,
-                               int directions) {
-  const Tensor projection = output_shape.numel() == 1 ? from_double({1.0}, output_shape)
-                                                      : random_tensor(output_shape, 9001, -1.f, 1.f);
+                               std::span<const bool> needs_grad, const PassContext& ctx, double step, int directions) {
+  const Tensor projection =
+      output_shape.numel() == 1 ? from_double({1.0}, output_shape) : random_tensor(output_shape, 9001, -1.f, 1.f);
   std::vector<Tensor> x;
   for (const Tensor& t : inputs) x.push_back(copy_of(t));
   auto loss = [&]() { return dot(run_forward(layer, output_shape, x, ctx), projection); };

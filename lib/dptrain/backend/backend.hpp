@@ -96,8 +96,7 @@ class SoftmaxCrossEntropyPlan {
   // `loss` is a one-element tensor: the mean over the batch. `probabilities` has the logits' shape.
   virtual void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss) = 0;
   // d(loss_weight * loss)/d(logits).
-  virtual void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight,
-                        Tensor& dlogits) = 0;
+  virtual void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight, Tensor& dlogits) = 0;
 };
 
 class DropoutPlan {
@@ -148,8 +147,9 @@ class Backend {
 
   // Memory on this backend's device, plain layout.
   virtual Tensor allocate(Shape shape, DType dtype = DType::f32) = 0;
-  // An activation or activation gradient (of dtype activation_dtype(precision())), in the layout this backend's kernels read fastest
-  // (nChw16c or nChw8c where possible on the CPU). The layers' plans accept any layout; this one costs no reorder.
+  // An activation or activation gradient (of dtype activation_dtype(precision())), in the layout this backend's kernels
+  // read fastest (nChw16c or nChw8c where possible on the CPU). The layers' plans accept any layout; this one costs no
+  // reorder.
   virtual Tensor allocate_activation(Shape shape) = 0;
   // The layout allocate_activation gives a tensor of this shape (for activations placed in an arena).
   virtual Layout activation_layout(const Shape& /*shape*/) const { return Layout::plain; }
@@ -162,8 +162,8 @@ class Backend {
   // between layouts).
   virtual void fill(Tensor& t, float value) = 0;
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
-  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;                 // y = a + b
-  virtual void axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;       // y = alpha x + beta y
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;            // y = a + b
+  virtual void axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;  // y = alpha x + beta y
   // One SGD step on one parameter (fp32): g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
   virtual void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& hyper) = 0;
 

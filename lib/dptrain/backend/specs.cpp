@@ -6,12 +6,11 @@ namespace dptrain {
 namespace {
 void check_window(const Shape& input, const Window2d& w, const std::string& who) {
   DPTRAIN_CHECK(input.rank() == 4, who, ": input must be 4-D [N,C,H,W] but has shape ", input.to_string());
-  DPTRAIN_CHECK(w.kernel_h > 0 && w.kernel_w > 0 && w.stride_h > 0 && w.stride_w > 0 && w.pad_h >= 0 &&
-                    w.pad_w >= 0,
+  DPTRAIN_CHECK(w.kernel_h > 0 && w.kernel_w > 0 && w.stride_h > 0 && w.stride_w > 0 && w.pad_h >= 0 && w.pad_w >= 0,
                 who, ": kernel and stride must be positive and padding non-negative");
-  DPTRAIN_CHECK(input[2] + 2 * w.pad_h >= w.kernel_h && input[3] + 2 * w.pad_w >= w.kernel_w, who,
-                ": a ", w.kernel_h, "x", w.kernel_w, " window does not fit an input of shape ", input.to_string(),
-                " with padding ", w.pad_h, "x", w.pad_w);
+  DPTRAIN_CHECK(input[2] + 2 * w.pad_h >= w.kernel_h && input[3] + 2 * w.pad_w >= w.kernel_w, who, ": a ", w.kernel_h,
+                "x", w.kernel_w, " window does not fit an input of shape ", input.to_string(), " with padding ",
+                w.pad_h, "x", w.pad_w);
 }
 }  // namespace
 
@@ -45,20 +44,16 @@ Shape convolution_weight_shape(const ConvolutionSpec& spec) {
 Shape pooling_output_shape(const PoolingSpec& spec, const std::string& who) {
   check_window(spec.input, spec.window, who);
   const auto& w = spec.window;
-  DPTRAIN_CHECK(w.pad_h < w.kernel_h && w.pad_w < w.kernel_w, who,
-                ": pooling padding must be smaller than the window");
+  DPTRAIN_CHECK(w.pad_h < w.kernel_h && w.pad_w < w.kernel_w, who, ": pooling padding must be smaller than the window");
   return Shape{spec.input[0], spec.input[1],
                window_output_size(spec.input[2], w.kernel_h, w.stride_h, w.pad_h, spec.rounding),
                window_output_size(spec.input[3], w.kernel_w, w.stride_w, w.pad_w, spec.rounding)};
 }
 
-Shape linear_weight_shape(const LinearSpec& spec) {
-  return Shape{spec.out_features, spec.input.per_sample()};
-}
+Shape linear_weight_shape(const LinearSpec& spec) { return Shape{spec.out_features, spec.input.per_sample()}; }
 
 Shape linear_output_shape(const LinearSpec& spec, const std::string& who) {
-  DPTRAIN_CHECK(spec.input.rank() >= 2, who, ": input must be [N, features...] but has shape ",
-                spec.input.to_string());
+  DPTRAIN_CHECK(spec.input.rank() >= 2, who, ": input must be [N, features...] but has shape ", spec.input.to_string());
   DPTRAIN_CHECK(spec.out_features > 0, who, ": out_features must be positive");
   return Shape{spec.input[0], spec.out_features};
 }

@@ -17,9 +17,7 @@ struct Window2d {
   int stride_h = 1, stride_w = 1;
   int pad_h = 0, pad_w = 0;
 
-  static Window2d square(int kernel, int stride = 1, int pad = 0) {
-    return {kernel, kernel, stride, stride, pad, pad};
-  }
+  static Window2d square(int kernel, int stride = 1, int pad = 0) { return {kernel, kernel, stride, stride, pad, pad}; }
 };
 
 enum class Rounding { floor, ceil };  // output size rounding; Caffe's pooling rounds up (ceil)
@@ -75,7 +73,7 @@ struct SoftmaxCrossEntropySpec {  // logits [N, classes], labels int32 [N]
 
 struct DropoutSpec {
   Shape input;
-  float probability = 0.5f;  // of dropping an element
+  float probability = 0.5f;     // of dropping an element
   std::string who = "dropout";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 

@@ -21,9 +21,9 @@ class CheckpointEvery {
   void mark_written(WallClock::time_point now = WallClock::now()) { last_ = now; }
 
   bool never() const { return steps_ == 0 && interval_.count() == 0; }
-  std::int64_t steps() const { return steps_; }  // 0 unless step-based
+  std::int64_t steps() const { return steps_; }                // 0 unless step-based
   std::chrono::seconds interval() const { return interval_; }  // 0 unless time-based
-  std::string to_string() const;  // "500 steps", "600 s", "never"
+  std::string to_string() const;                               // "500 steps", "600 s", "never"
 
  private:
   std::int64_t steps_ = 0;

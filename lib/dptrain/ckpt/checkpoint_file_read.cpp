@@ -49,8 +49,8 @@ NamedTensor read_tensor(hid_t set, const std::string& name, const std::string& d
   if (value.bytes()) DPTRAIN_H5_CHECK(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, value.raw()));
   const auto expected = static_cast<std::uint32_t>(h5::read_int_attribute(set, "crc32", path + " dataset " + dataset));
   const std::uint32_t actual = tensor_crc32(value);
-  DPTRAIN_CHECK(actual == expected, path, ": dataset ", dataset, " fails its checksum (crc32 ", actual,
-                ", expected ", expected, "): the file is corrupt");
+  DPTRAIN_CHECK(actual == expected, path, ": dataset ", dataset, " fails its checksum (crc32 ", actual, ", expected ",
+                expected, "): the file is corrupt");
   return {name, std::move(value)};
 }
 
@@ -75,8 +75,8 @@ std::vector<NamedTensor> read_section(hid_t file, const char* section, const std
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<NamedTensor> tensors;
   for (std::size_t i = 0; i < found.size(); ++i) {
-    DPTRAIN_CHECK(found[i].first == static_cast<std::int64_t>(i), where, ": dataset indices are not 0..",
-                  count - 1, " (", found[i].second.name, " has ", found[i].first, ")");
+    DPTRAIN_CHECK(found[i].first == static_cast<std::int64_t>(i), where, ": dataset indices are not 0..", count - 1,
+                  " (", found[i].second.name, " has ", found[i].first, ")");
     tensors.push_back(std::move(found[i].second));
   }
   return tensors;

@@ -20,13 +20,15 @@ void write_tensor(hid_t group, hid_t link_create, const NamedTensor& t, std::int
                 "checkpoint tensor ", t.name, " must be a plain f32 host tensor");
   const auto& shape = t.value.shape().dims();
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  h5::Handle space(DPTRAIN_H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
-                                         : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)),
-                   H5Sclose);
-  h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(group, t.name.c_str(), H5T_IEEE_F32LE, space.id(), link_create, H5P_DEFAULT,
-                                     H5P_DEFAULT)),
+  h5::Handle space(
+      DPTRAIN_H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
+                                    : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)),
+      H5Sclose);
+  h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(group, t.name.c_str(), H5T_IEEE_F32LE, space.id(), link_create,
+                                             H5P_DEFAULT, H5P_DEFAULT)),
                  H5Dclose);
-  if (t.value.bytes()) DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.value.raw()));
+  if (t.value.bytes())
+    DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.value.raw()));
   h5::write_attribute(set.id(), "crc32", std::int64_t{tensor_crc32(t.value)});
   h5::write_attribute(set.id(), "index", index);
 }

@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "dptrain/ckpt/progress_attributes.hpp"
-#include "dptrain/core/record_json.hpp"
 #include "dptrain/ckpt/tensor_statistics.hpp"
+#include "dptrain/core/record_json.hpp"
 
 namespace dptrain::ckpt {
 namespace {
@@ -13,8 +13,14 @@ nlohmann::json tensor_rows(const std::vector<NamedTensor>& tensors) {
   nlohmann::json rows = nlohmann::json::array();
   for (const NamedTensor& t : tensors) {
     const TensorStatistics s = tensor_statistics(t.value);
-    rows.push_back({{"name", t.name}, {"shape", t.value.shape().dims()}, {"count", s.count}, {"mean", s.mean},
-                    {"std", s.std}, {"min", s.min}, {"max", s.max}, {"l2_norm", s.l2_norm}});
+    rows.push_back({{"name", t.name},
+                    {"shape", t.value.shape().dims()},
+                    {"count", s.count},
+                    {"mean", s.mean},
+                    {"std", s.std},
+                    {"min", s.min},
+                    {"max", s.max},
+                    {"l2_norm", s.l2_norm}});
   }
   return rows;
 }
@@ -64,6 +70,5 @@ nlohmann::json checkpoint_summary(const TrainingState& state, std::uintmax_t byt
           {"buffers", tensor_rows(state.buffers)},
           {"momentum", tensor_rows(o.momentum)}};
 }
-
 
 }  // namespace dptrain::ckpt

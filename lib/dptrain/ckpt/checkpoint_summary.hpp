@@ -6,9 +6,8 @@
 // dptrain_version, configuration (the stored JSON,
 // parsed; the raw string if it does not parse), and parameters, buffers, momentum: arrays of
 // {name, shape, count, mean, std, min, max, l2_norm} (NaN and infinities print as null).
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 
 #include "dptrain/ckpt/training_state.hpp"
 

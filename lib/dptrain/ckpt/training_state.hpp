@@ -30,10 +30,10 @@ struct Progress {
   std::int64_t samples_in_epoch = 0;  // global position in the epoch: samples consumed by all ranks
   std::uint64_t seed = 1;
   std::int64_t global_batch = 0;
-  std::int64_t world_size = 1;        // at save; informational, a resume may use another
-  ScheduleConfig schedule;            // kind, lr per 256, global batch, total steps, warm-up, ...
-  double base_lr = 0;  // the schedule's scaled base rate, for readers without dptrain (0: capture computes it)
-  double loss_scale = 1.0;            // mixed precision's dynamic loss scale (1.0 while training is fp32)
+  std::int64_t world_size = 1;  // at save; informational, a resume may use another
+  ScheduleConfig schedule;      // kind, lr per 256, global batch, total steps, warm-up, ...
+  double base_lr = 0;           // the schedule's scaled base rate, for readers without dptrain (0: capture computes it)
+  double loss_scale = 1.0;      // mixed precision's dynamic loss scale (1.0 while training is fp32)
   std::int64_t loss_scale_clean_steps = -1;  // clean steps since the scale last changed; -1: no loss scaling
 
   template <class Self, class Visit>

@@ -16,9 +16,18 @@ struct Unit {
 };
 constexpr double kKi = 1024.0;
 constexpr std::array kUnits{
-    Unit{"K", kKi},       Unit{"M", kKi * kKi},       Unit{"G", kKi * kKi * kKi},       Unit{"T", kKi * kKi * kKi * kKi},
-    Unit{"KiB", kKi},     Unit{"MiB", kKi * kKi},     Unit{"GiB", kKi * kKi * kKi},     Unit{"TiB", kKi * kKi * kKi * kKi},
-    Unit{"kB", 1e3},      Unit{"KB", 1e3},            Unit{"MB", 1e6},                  Unit{"GB", 1e9},
+    Unit{"K", kKi},
+    Unit{"M", kKi* kKi},
+    Unit{"G", kKi* kKi* kKi},
+    Unit{"T", kKi* kKi* kKi* kKi},
+    Unit{"KiB", kKi},
+    Unit{"MiB", kKi* kKi},
+    Unit{"GiB", kKi* kKi* kKi},
+    Unit{"TiB", kKi* kKi* kKi* kKi},
+    Unit{"kB", 1e3},
+    Unit{"KB", 1e3},
+    Unit{"MB", 1e6},
+    Unit{"GB", 1e9},
     Unit{"TB", 1e12},
 };
 }  // namespace

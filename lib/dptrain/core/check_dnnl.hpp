@@ -2,7 +2,6 @@
 // DPTRAIN_DNNL_CHECK(expr): runs a oneDNN C++ API expression (which throws dnnl::error) or a C API call
 // (which returns dnnl_status_t) and turns a failure into dptrain::Error naming the call.
 #include <oneapi/dnnl/dnnl.hpp>
-
 #include <type_traits>
 
 #include "dptrain/core/error.hpp"
@@ -26,4 +25,5 @@ decltype(auto) dnnl_checked(Fn&& fn, const char* call, const char* file, int lin
 }
 }  // namespace dptrain::detail
 
-#define DPTRAIN_DNNL_CHECK(...) ::dptrain::detail::dnnl_checked([&]() -> decltype(auto) { return (__VA_ARGS__); }, #__VA_ARGS__, __FILE__, __LINE__)
+#define DPTRAIN_DNNL_CHECK(...) \
+  ::dptrain::detail::dnnl_checked([&]() -> decltype(auto) { return (__VA_ARGS__); }, #__VA_ARGS__, __FILE__, __LINE__)

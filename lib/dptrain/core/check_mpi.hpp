@@ -9,9 +9,9 @@ namespace dptrain::detail {
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
 }
 
-#define DPTRAIN_MPI_CHECK(call)                                                                   \
-  do {                                                                                    \
-    const int dptrain_mpi_rc_ = (call);                                                   \
-    if (dptrain_mpi_rc_ != MPI_SUCCESS)                                                   \
-      ::dptrain::detail::throw_mpi_error(dptrain_mpi_rc_, #call, __FILE__, __LINE__);     \
+#define DPTRAIN_MPI_CHECK(call)                                                       \
+  do {                                                                                \
+    const int dptrain_mpi_rc_ = (call);                                               \
+    if (dptrain_mpi_rc_ != MPI_SUCCESS)                                               \
+      ::dptrain::detail::throw_mpi_error(dptrain_mpi_rc_, #call, __FILE__, __LINE__); \
   } while (0)

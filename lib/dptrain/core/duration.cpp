@@ -96,8 +96,8 @@ std::optional<std::int64_t> parse_count(const std::string& text) {
 }
 
 std::optional<double> duration_seconds(const std::string& text, BareNumber bare) {
-  const std::optional<double> seconds = text.find_first_of(":-") != std::string::npos ? clock_seconds(text)
-                                                                                      : number_seconds(text, bare);
+  const std::optional<double> seconds =
+      text.find_first_of(":-") != std::string::npos ? clock_seconds(text) : number_seconds(text, bare);
   if (!seconds || *seconds > kLongestSeconds) return std::nullopt;
   return seconds;
 }

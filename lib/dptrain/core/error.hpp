@@ -13,8 +13,8 @@ class Error : public std::runtime_error {
 };
 
 // Builds "what: detail (at file:line)" and throws it. Out of line to keep call sites small.
-[[noreturn]] void throw_call_error(const char* library, const char* call, const std::string& detail,
-                                   const char* file, int line);
+[[noreturn]] void throw_call_error(const char* library, const char* call, const std::string& detail, const char* file,
+                                   int line);
 
 namespace detail {
 template <typename... Parts>
@@ -28,7 +28,7 @@ std::string concat(const Parts&... parts) {
 }  // namespace dptrain
 
 // A user-facing or invariant check: throws dptrain::Error with the streamed message parts.
-#define DPTRAIN_CHECK(condition, ...)                                      \
-  do {                                                                     \
+#define DPTRAIN_CHECK(condition, ...)                                                 \
+  do {                                                                                \
     if (!(condition)) throw ::dptrain::Error(::dptrain::detail::concat(__VA_ARGS__)); \
   } while (0)

@@ -54,8 +54,9 @@ FieldValue field_value(const T& value) {
   } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
     return value;
   } else {
-    static_assert(std::is_same_v<T, std::string>, "a field is an integer, a float, a bool, an enum, a string or "
-                                                  "a vector of int64 or double");
+    static_assert(std::is_same_v<T, std::string>,
+                  "a field is an integer, a float, a bool, an enum, a string or "
+                  "a vector of int64 or double");
     return value;
   }
 }

@@ -26,10 +26,10 @@ void check_input_format(const InputFormat& format, const Shape& batch, const cha
   DPTRAIN_CHECK(batch.rank() == 4, who, ": u8 batches are [N, C, H, W], not ", batch.to_string());
   const std::int64_t channels = batch[1];
   const InputNormalisation& n = format.normalisation;
-  DPTRAIN_CHECK(static_cast<std::int64_t>(n.mean.size()) == channels &&
-                    static_cast<std::int64_t>(n.stddev.size()) == channels,
-                who, ": u8 batches of ", channels, " channels need one mean and one std per channel, not ",
-                n.mean.size(), " and ", n.stddev.size());
+  DPTRAIN_CHECK(
+      static_cast<std::int64_t>(n.mean.size()) == channels && static_cast<std::int64_t>(n.stddev.size()) == channels,
+      who, ": u8 batches of ", channels, " channels need one mean and one std per channel, not ", n.mean.size(),
+      " and ", n.stddev.size());
   for (std::size_t c = 0; c < n.stddev.size(); ++c) {
     DPTRAIN_CHECK(n.stddev[c] > 0, who, ": the std of channel ", c, " must be positive, not ", n.stddev[c]);
   }

@@ -20,7 +20,7 @@ struct InputNormalisation {
 };
 
 struct InputFormat {
-  DType host = DType::f32;  // f32 (normalised) or u8 (normalised by the stager)
+  DType host = DType::f32;           // f32 (normalised) or u8 (normalised by the stager)
   InputNormalisation normalisation;  // used when host == u8
 };
 

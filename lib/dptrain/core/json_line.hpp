@@ -3,10 +3,9 @@
 // one JSON library of the tree), with its keys in the order given and ": " and ", " between them, so
 // a person reading the file and a `grep '"top1": '` both see what they expect. NaN and infinities
 // are written as null.
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace dptrain {
 

@@ -1,10 +1,9 @@
 #pragma once
 // A record (core/fields.hpp) as a flat JSON object and back: one key per field, enums as their text.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <type_traits>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/fields.hpp"

@@ -25,8 +25,8 @@ Tensor Tensor::empty(Shape shape, DType dtype, Layout layout) {
   const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   void* memory = rounded == 0 ? nullptr : std::aligned_alloc(alignment, rounded);
   if (rounded != 0 && memory == nullptr) {
-    throw Error(detail::concat("out of host memory allocating ", bytes, " bytes for a tensor of shape ",
-                               shape.to_string()));
+    throw Error(
+        detail::concat("out of host memory allocating ", bytes, " bytes for a tensor of shape ", shape.to_string()));
   }
   return adopt(std::shared_ptr<void>(memory, std::free), std::move(shape), dtype, Device::cpu(), layout);
 }
@@ -79,8 +79,8 @@ Tensor Tensor::view_bytes(std::size_t offset, Shape shape, DType dtype, Layout l
 }
 
 Tensor Tensor::slice_samples(std::int64_t first, std::int64_t count) const {
-  DPTRAIN_CHECK(shape_.rank() >= 1 && first >= 0 && count >= 0 && first + count <= shape_[0],
-                "samples [", first, ",", first + count, ") are outside a tensor of shape ", shape_.to_string());
+  DPTRAIN_CHECK(shape_.rank() >= 1 && first >= 0 && count >= 0 && first + count <= shape_[0], "samples [", first, ",",
+                first + count, ") are outside a tensor of shape ", shape_.to_string());
   std::vector<std::int64_t> dims = shape_.dims();
   dims[0] = count;
   Tensor t = *this;
@@ -98,8 +98,8 @@ void Tensor::check_access(DType requested, bool logical) const {
 }
 
 void check_shape(const Tensor& actual, const Shape& expected, const std::string& who, const char* what) {
-  DPTRAIN_CHECK(actual.shape() == expected, who, ": ", what, " has shape ", actual.shape().to_string(),
-                " but ", expected.to_string(), " was expected");
+  DPTRAIN_CHECK(actual.shape() == expected, who, ": ", what, " has shape ", actual.shape().to_string(), " but ",
+                expected.to_string(), " was expected");
 }
 
 }  // namespace dptrain

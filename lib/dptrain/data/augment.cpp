@@ -107,7 +107,8 @@ __attribute__((target_clones("avx2", "default")))
 #endif
 void split_row(const std::uint8_t* __restrict pixels, int count, std::size_t plane, std::uint8_t* __restrict out) {
   for (int k = 0; k < count; ++k) {
-    for (int c = 0; c < C; ++c) out[static_cast<std::size_t>(c) * plane + static_cast<std::size_t>(k)] = pixels[k * C + c];
+    for (int c = 0; c < C; ++c)
+      out[static_cast<std::size_t>(c) * plane + static_cast<std::size_t>(k)] = pixels[k * C + c];
   }
 }
 
@@ -170,19 +171,21 @@ void crop_into(const std::uint8_t* hwc, const CropDraw& d, int height, int width
 }
 
 void Augmenter::apply(const std::uint8_t* hwc, const CropDraw& d, float* chw) const {
-  crop_into(hwc, d, height_, width_, channels_, crop_, pad_, padding_.data(),
-            [this](const std::uint8_t* pixels, int count, std::size_t plane, float* out) {
-              normalise_row_any(pixels, count, channels_, mean_.data(), stddev_.data(), plane, out);
-            },
-            chw);
+  crop_into(
+      hwc, d, height_, width_, channels_, crop_, pad_, padding_.data(),
+      [this](const std::uint8_t* pixels, int count, std::size_t plane, float* out) {
+        normalise_row_any(pixels, count, channels_, mean_.data(), stddev_.data(), plane, out);
+      },
+      chw);
 }
 
 void Augmenter::apply_bytes(const std::uint8_t* hwc, const CropDraw& d, std::uint8_t* chw) const {
-  crop_into(hwc, d, height_, width_, channels_, crop_, pad_, byte_padding_.data(),
-            [this](const std::uint8_t* pixels, int count, std::size_t plane, std::uint8_t* out) {
-              split_row_any(pixels, count, channels_, plane, out);
-            },
-            chw);
+  crop_into(
+      hwc, d, height_, width_, channels_, crop_, pad_, byte_padding_.data(),
+      [this](const std::uint8_t* pixels, int count, std::size_t plane, std::uint8_t* out) {
+        split_row_any(pixels, count, channels_, plane, out);
+      },
+      chw);
 }
 
 }  // namespace dptrain::data

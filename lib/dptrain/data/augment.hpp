@@ -15,10 +15,10 @@
 namespace dptrain::data {
 
 struct AugmentConfig {
-  int crop = 0;         // S; 0 = the stored size (the shorter side when the image is not square)
-  int pad = 0;          // training only: zero pixels added on every side before cropping
-  bool random = false;  // training: random crop and flip; evaluation: centre crop, no flip
-  bool flip = true;     // training only: horizontal flip with p = 0.5
+  int crop = 0;                      // S; 0 = the stored size (the shorter side when the image is not square)
+  int pad = 0;                       // training only: zero pixels added on every side before cropping
+  bool random = false;               // training: random crop and flip; evaluation: centre crop, no flip
+  bool flip = true;                  // training only: horizontal flip with p = 0.5
   std::vector<double> mean, stddev;  // per channel, 0-255 scale
   std::uint64_t seed = 0;
 };
@@ -60,8 +60,8 @@ class Augmenter {
   int height_, width_, channels_, crop_, pad_;
   bool random_, flip_;
   std::uint64_t seed_;
-  std::vector<float> mean_, stddev_;  // per channel, as the float arithmetic uses them
-  std::vector<float> padding_;        // per channel: the normalised value of a zero pixel
+  std::vector<float> mean_, stddev_;        // per channel, as the float arithmetic uses them
+  std::vector<float> padding_;              // per channel: the normalised value of a zero pixel
   std::vector<std::uint8_t> byte_padding_;  // per channel: 0, apply_bytes()'s padding
 };
 

@@ -83,9 +83,8 @@ void check_image(const Image& image, const char* who) {
   DPTRAIN_CHECK(image.height > 0 && image.width > 0 && (image.channels == 1 || image.channels == 3), who,
                 ": an image must be at least 1x1 with 1 or 3 channels, not ", image.height, "x", image.width, "x",
                 image.channels);
-  DPTRAIN_CHECK(image.pixels.size() ==
-                    static_cast<std::size_t>(image.height) * static_cast<std::size_t>(image.width) *
-                        static_cast<std::size_t>(image.channels),
+  DPTRAIN_CHECK(image.pixels.size() == static_cast<std::size_t>(image.height) * static_cast<std::size_t>(image.width) *
+                                           static_cast<std::size_t>(image.channels),
                 who, ": the image holds ", image.pixels.size(), " bytes, not ", image.height, "x", image.width, "x",
                 image.channels);
 }
@@ -221,9 +220,9 @@ void check_jpeg(const std::uint8_t* bytes, std::size_t size, const std::string& 
   const int format = h.cmyk() ? TJPF_CMYK : TJPF_GRAY;
   std::vector<std::uint8_t> small(static_cast<std::size_t>(width) * static_cast<std::size_t>(height) *
                                   static_cast<std::size_t>(tjPixelSize[format]));
-  check_tj(tjDecompress2(handle.get(), bytes, static_cast<unsigned long>(size), small.data(), width, 0, height, format,
-                         0),
-           handle.get(), "decoding", what);
+  check_tj(
+      tjDecompress2(handle.get(), bytes, static_cast<unsigned long>(size), small.data(), width, 0, height, format, 0),
+      handle.get(), "decoding", what);
 }
 
 std::vector<std::uint8_t> encode_jpeg(const Image& image, int quality) {
@@ -237,9 +236,9 @@ std::vector<std::uint8_t> encode_jpeg(const Image& image, int quality) {
   // 4:2:0 for colour, the common choice (libjpeg's and Pillow's default): chroma at half resolution
   // costs little visible quality and about a third of the bytes. The accurate DCT keeps re-encoding
   // from adding more error than the quantisation already does.
-  const int rc = tjCompress2(handle.get(), image.pixels.data(), image.width, 0, image.height,
-                             rgb ? TJPF_RGB : TJPF_GRAY, &out, &out_size, rgb ? TJSAMP_420 : TJSAMP_GRAY, quality,
-                             TJFLAG_ACCURATEDCT);
+  const int rc =
+      tjCompress2(handle.get(), image.pixels.data(), image.width, 0, image.height, rgb ? TJPF_RGB : TJPF_GRAY, &out,
+                  &out_size, rgb ? TJSAMP_420 : TJSAMP_GRAY, quality, TJFLAG_ACCURATEDCT);
   TjBuffer owned(out);  // TurboJPEG allocated it (even on some failures); free it on every path
   DPTRAIN_CHECK(rc == 0 && out != nullptr, "encoding a ", image.width, "x", image.height, " image as JPEG failed (",
                 tj_message(handle.get()), ")");
@@ -258,7 +257,8 @@ Image resize_shorter_side(const Image& image, int shorter_side) {
   // Separable: rows first into a float buffer (in_h x out_w), then columns. Rounding only once at
   // the end keeps the two passes from compounding error.
   const AxisWeights wx = axis_weights(in_w, out_w), wy = axis_weights(in_h, out_h);
-  std::vector<float> rows(static_cast<std::size_t>(in_h) * static_cast<std::size_t>(out_w) * static_cast<std::size_t>(c));
+  std::vector<float> rows(static_cast<std::size_t>(in_h) * static_cast<std::size_t>(out_w) *
+                          static_cast<std::size_t>(c));
   for (int y = 0; y < in_h; ++y) {
     const std::uint8_t* src = &image.pixels[static_cast<std::size_t>(y) * static_cast<std::size_t>(in_w * c)];
     float* dst = &rows[static_cast<std::size_t>(y) * static_cast<std::size_t>(out_w * c)];
@@ -309,7 +309,8 @@ Image center_crop(const Image& image, int height, int width) {
   const std::size_t row = static_cast<std::size_t>(width) * c;
   for (int y = 0; y < height; ++y) {
     const auto* src = &image.pixels[(static_cast<std::size_t>(top + y) * static_cast<std::size_t>(image.width) +
-                                     static_cast<std::size_t>(left)) * c];
+                                     static_cast<std::size_t>(left)) *
+                                    c];
     std::copy(src, src + row, &out.pixels[static_cast<std::size_t>(y) * row]);
   }
   return out;

@@ -1,15 +1,14 @@
 #include "dptrain/data/jpeg_crop.hpp"
 
 // jpeglib.h needs FILE and size_t declared before it.
-#include <csetjmp>
-#include <cstddef>
-#include <cstdio>
-
 #include <jpeglib.h>
 #include <turbojpeg.h>
 
 #include <algorithm>
 #include <climits>
+#include <csetjmp>
+#include <cstddef>
+#include <cstdio>
 #include <vector>
 
 #include "dptrain/core/error.hpp"

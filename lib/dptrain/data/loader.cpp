@@ -1,18 +1,18 @@
 #include "dptrain/data/loader.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <list>
 
-#include <sys/resource.h>
-
 #include "dptrain/core/error.hpp"
 #include "dptrain/data/buffer_pool.hpp"
-#include "dptrain/hdf5/lock.hpp"
 #include "dptrain/data/jpeg.hpp"
 #include "dptrain/data/jpeg_crop.hpp"
 #include "dptrain/data/shard.hpp"
+#include "dptrain/hdf5/lock.hpp"
 
 namespace dptrain::data {
 
@@ -30,8 +30,8 @@ struct Loader::Slot {
 // lock holds its own reference (to the reader, or to the descriptor), so an eviction meanwhile does
 // not close what it reads; whoever drops the last reference to a reader closes it under the lock.
 struct Loader::ShardCache {
-  std::vector<std::shared_ptr<ShardReader>> readers;  // by shard index; null: not open
-  std::list<std::size_t> open;                        // shards holding a file, most recently used first
+  std::vector<std::shared_ptr<ShardReader>> readers;    // by shard index; null: not open
+  std::list<std::size_t> open;                          // shards holding a file, most recently used first
   std::vector<std::list<std::size_t>::iterator> where;  // each listed shard's place in `open`
   std::vector<char> listed;
   std::vector<std::string> read_paths;  // each way of reading met so far, in order
@@ -84,15 +84,14 @@ Loader::Loader(const Manifest& manifest, std::string directory, LoaderConfig con
   DPTRAIN_CHECK(c.batch > 0, "the per-rank batch size must be positive, not ", c.batch);
   DPTRAIN_CHECK(c.world_size > 0 && c.rank >= 0 && c.rank < c.world_size, "rank ", c.rank,
                 " is not one of the world's ", c.world_size, " ranks");
-  DPTRAIN_CHECK(c.threads > 0 && c.prefetch > 0 && c.max_open_shards >= 0,
-                "the loader needs at least one thread (", c.threads, "), one batch of prefetch (", c.prefetch,
-                ") and one open shard (", c.max_open_shards, ")");
+  DPTRAIN_CHECK(c.threads > 0 && c.prefetch > 0 && c.max_open_shards >= 0, "the loader needs at least one thread (",
+                c.threads, "), one batch of prefetch (", c.prefetch, ") and one open shard (", c.max_open_shards, ")");
   DPTRAIN_CHECK(encoding_ == "raw" || encoding_ == "jpeg", directory_, ": dataset encoding '", encoding_,
                 "' is neither 'raw' nor 'jpeg'");
   DPTRAIN_CHECK(split_.samples > 0, directory_, ": split '", split_name_, "' holds no samples");
-  DPTRAIN_CHECK(!c.training || !drop_last() || split_.samples >= global_batch(), directory_, ": split '",
-                split_name_, "' has ", split_.samples, " samples, fewer than one global batch of ", global_batch(),
-                " (", c.batch, " per rank x ", c.world_size, " ranks); use a smaller batch");
+  DPTRAIN_CHECK(!c.training || !drop_last() || split_.samples >= global_batch(), directory_, ": split '", split_name_,
+                "' has ", split_.samples, " samples, fewer than one global batch of ", global_batch(), " (", c.batch,
+                " per rank x ", c.world_size, " ranks); use a smaller batch");
   for (std::size_t s = 0; s < split_.shards.size(); ++s) {
     shard_firsts_.push_back(split_.shards[s].first_sample);
     expected_.push_back(expected_shard_header(manifest, split_name_, s));
@@ -104,9 +103,9 @@ Loader::Loader(const Manifest& manifest, std::string directory, LoaderConfig con
   // The batches being prepared, the one the trainer holds and the one it stages next come back.
   DPTRAIN_CHECK(c.images == DType::f32 || c.images == DType::u8, "the loader writes f32 or u8 images, not ",
                 name_of(c.images));
-  image_buffers_ = BufferPool::create(static_cast<std::size_t>(augmenter_.output_size()) * size_of(c.images) *
-                                          static_cast<std::size_t>(c.batch),
-                                      static_cast<std::size_t>(c.prefetch) + 3);
+  image_buffers_ = BufferPool::create(
+      static_cast<std::size_t>(augmenter_.output_size()) * size_of(c.images) * static_cast<std::size_t>(c.batch),
+      static_cast<std::size_t>(c.prefetch) + 3);
   next_item_ = c.batch;  // no batch being handed out yet
 }
 
@@ -130,7 +129,7 @@ bool Loader::cursor_has_batch() {
   const bool fits = drop_last() ? cursor_position_ + global_batch() <= size : cursor_position_ < size;
   if (fits) return true;
   if (!config_.training) return false;  // evaluation: one pass
-  ++cursor_epoch_;  // training runs on forever; the constructor made sure an epoch holds a batch
+  ++cursor_epoch_;                      // training runs on forever; the constructor made sure an epoch holds a batch
   cursor_position_ = 0;
   return true;
 }
@@ -217,8 +216,8 @@ void Loader::augment(const std::uint8_t* hwc, const CropDraw& draw, void* image)
 }
 
 void Loader::produce(std::int64_t epoch, std::int64_t sample, void* image, std::int32_t* label) {
-  const auto shard = static_cast<std::size_t>(
-      std::upper_bound(shard_firsts_.begin(), shard_firsts_.end(), sample) - shard_firsts_.begin() - 1);
+  const auto shard = static_cast<std::size_t>(std::upper_bound(shard_firsts_.begin(), shard_firsts_.end(), sample) -
+                                              shard_firsts_.begin() - 1);
   const std::int64_t local = sample - split_.shards[shard].first_sample;
   const bool raw = encoding_ == "raw";
   // Per thread, so a sample costs no allocation on the raw path.
@@ -273,10 +272,11 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, void* image, std::
     throw Error(detail::concat(path, " (sample ", local, ")", named ? message.substr(path.size()) : ": " + message));
   }
   const int h = decode_scale_.scaled(height_), w = decode_scale_.scaled(width_);
-  DPTRAIN_CHECK(decoded.height == h && decoded.width == w && decoded.channels == channels_, path, ": sample ", local,
-                " decodes to ", decoded.height, "x", decoded.width, "x", decoded.channels, " but the manifest says ",
-                height_, "x", width_, "x", channels_,
-                decode_scale_ == JpegScale{} ? std::string() : detail::concat(" (", h, "x", w, " at the decode scale)"));
+  DPTRAIN_CHECK(
+      decoded.height == h && decoded.width == w && decoded.channels == channels_, path, ": sample ", local,
+      " decodes to ", decoded.height, "x", decoded.width, "x", decoded.channels, " but the manifest says ", height_,
+      "x", width_, "x", channels_,
+      decode_scale_ == JpegScale{} ? std::string() : detail::concat(" (", h, "x", w, " at the decode scale)"));
   augment(decoded.pixels.data(), draw, image);
 }
 

@@ -33,7 +33,7 @@ class BufferPool;
 
 struct LoaderConfig {
   std::string split = "train";
-  int batch = 32;        // per rank (B); the global batch is B * world_size
+  int batch = 32;  // per rank (B); the global batch is B * world_size
   int rank = 0, world_size = 1;
   bool training = true;  // shuffle, random crop and flip, endless epochs; off: stored order, centre crop, one pass
   int crop = 0;          // S; 0 = the stored size (the shorter side)

@@ -21,7 +21,8 @@ T field(const json& object, const char* key, const std::string& where, const std
   try {
     return object.at(key).get<T>();
   } catch (const json::exception&) {
-    throw Error(detail::concat(path, ": field '", where, key, "' has the wrong type (", object.at(key).type_name(), ")"));
+    throw Error(
+        detail::concat(path, ": field '", where, key, "' has the wrong type (", object.at(key).type_name(), ")"));
   }
 }
 }  // namespace
@@ -54,15 +55,15 @@ Manifest Manifest::parse(const std::string& json_text, const std::string& path) 
   m.height = field<int>(image, "height", "image.", path);
   m.width = field<int>(image, "width", "image.", path);
   m.channels = field<int>(image, "channels", "image.", path);
-  DPTRAIN_CHECK(m.height > 0 && m.width > 0 && (m.channels == 1 || m.channels == 3), path,
-                ": image geometry ", m.height, "x", m.width, "x", m.channels, " is not valid");
+  DPTRAIN_CHECK(m.height > 0 && m.width > 0 && (m.channels == 1 || m.channels == 3), path, ": image geometry ",
+                m.height, "x", m.width, "x", m.channels, " is not valid");
   m.encoding = field<std::string>(j, "encoding", "", path);
   DPTRAIN_CHECK(m.encoding == "raw" || m.encoding == "jpeg", path, ": encoding '", m.encoding,
                 "' is neither 'raw' nor 'jpeg'");
   m.mean = field<std::vector<double>>(j, "mean", "", path);
   m.stddev = field<std::vector<double>>(j, "std", "", path);
-  DPTRAIN_CHECK(static_cast<int>(m.mean.size()) == m.channels && static_cast<int>(m.stddev.size()) == m.channels,
-                path, ": 'mean' and 'std' need one value per channel (", m.channels, ")");
+  DPTRAIN_CHECK(static_cast<int>(m.mean.size()) == m.channels && static_cast<int>(m.stddev.size()) == m.channels, path,
+                ": 'mean' and 'std' need one value per channel (", m.channels, ")");
   for (double s : m.stddev) DPTRAIN_CHECK(s > 0, path, ": 'std' values must be positive");
   for (const json& c : field<json>(j, "classes", "", path)) {
     ClassInfo info{field<int>(c, "id", "classes[].", path), field<std::string>(c, "key", "classes[].", path),
@@ -113,7 +114,9 @@ std::string Manifest::to_json() const {
   for (const auto& [split_name, s] : splits) {
     json shards = json::array();
     for (const ShardInfo& info : s.shards) {
-      shards.push_back({{"file", info.file}, {"samples", info.samples}, {"first_sample", info.first_sample},
+      shards.push_back({{"file", info.file},
+                        {"samples", info.samples},
+                        {"first_sample", info.first_sample},
                         {"checksum", info.checksum}});
     }
     j["splits"][split_name] = {{"samples", s.samples}, {"shards", shards}};

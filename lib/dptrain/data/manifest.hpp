@@ -33,8 +33,8 @@ struct Manifest {
   std::string name;
   std::vector<ClassInfo> classes;
   int height = 0, width = 0, channels = 0;
-  std::string encoding = "raw";      // "raw" (uint8 HxWxC) or "jpeg"
-  std::vector<double> mean, stddev;  // per channel, on the 0-255 scale
+  std::string encoding = "raw";             // "raw" (uint8 HxWxC) or "jpeg"
+  std::vector<double> mean, stddev;         // per channel, on the 0-255 scale
   std::map<std::string, SplitInfo> splits;  // "train", "validation"
 
   // Reads and validates DIR/manifest.json; every problem is an Error naming the file and the field.

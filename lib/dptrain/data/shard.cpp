@@ -19,8 +19,9 @@ void write_header(hid_t file, const ShardHeader& h) {
 void write_labels(hid_t file, const ShardHeader& h, const std::int32_t* labels) {
   const hsize_t dims[1] = {static_cast<hsize_t>(h.samples)};
   h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-  h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(file, "labels", H5T_STD_I32LE, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
-                 H5Dclose);
+  h5::Handle set(
+      DPTRAIN_H5_CHECK(H5Dcreate2(file, "labels", H5T_STD_I32LE, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+      H5Dclose);
   DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels));
 }
 
@@ -47,28 +48,31 @@ void write_raw_shard(const std::string& path, const ShardHeader& h, const std::u
     const hsize_t dims[4] = {static_cast<hsize_t>(h.samples), static_cast<hsize_t>(h.height),
                              static_cast<hsize_t>(h.width), static_cast<hsize_t>(h.channels)};
     // One image per chunk (the default): random access, and the loader reads it without HDF5.
-    const hsize_t per_chunk = std::min<hsize_t>(static_cast<hsize_t>(layout.images_per_chunk), std::max<hsize_t>(dims[0], 1));
+    const hsize_t per_chunk =
+        std::min<hsize_t>(static_cast<hsize_t>(layout.images_per_chunk), std::max<hsize_t>(dims[0], 1));
     const hsize_t chunk[4] = {per_chunk, dims[1], dims[2], dims[3]};
     h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(4, dims, nullptr)), H5Sclose);
     h5::Handle create(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
     DPTRAIN_H5_CHECK(H5Pset_chunk(create.id(), 4, chunk));
     if (layout.gzip_level > 0) DPTRAIN_H5_CHECK(H5Pset_deflate(create.id(), static_cast<unsigned>(layout.gzip_level)));
     h5::Handle set(
-        DPTRAIN_H5_CHECK(H5Dcreate2(file, "images", H5T_STD_U8LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)), H5Dclose);
+        DPTRAIN_H5_CHECK(H5Dcreate2(file, "images", H5T_STD_U8LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)),
+        H5Dclose);
     DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels));
   });
 }
 
-void write_jpeg_shard(const std::string& path, const ShardHeader& h, const std::vector<std::vector<std::uint8_t>>& jpegs,
-                      const std::int32_t* labels) {
+void write_jpeg_shard(const std::string& path, const ShardHeader& h,
+                      const std::vector<std::vector<std::uint8_t>>& jpegs, const std::int32_t* labels) {
   DPTRAIN_CHECK(static_cast<std::int64_t>(jpegs.size()) == h.samples, path, ": ", jpegs.size(),
                 " encoded images for a shard of ", h.samples, " samples");
   write_atomically(path, h, labels, [&](hid_t file) {
     const hsize_t dims[1] = {static_cast<hsize_t>(h.samples)};
     h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
     h5::Handle type(DPTRAIN_H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
-    h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
-                   H5Dclose);
+    h5::Handle set(
+        DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+        H5Dclose);
     std::vector<hvl_t> rows(jpegs.size());
     for (std::size_t i = 0; i < jpegs.size(); ++i) {
       rows[i].len = jpegs[i].size();
@@ -101,8 +105,8 @@ ShardHeader read_shard_header(const std::string& path) {
   const std::string format = h5::read_string_attribute(f, "format", path);
   DPTRAIN_CHECK(format == kShardFormat, path, ": format is '", format, "', not a dptrain shard");
   const std::int64_t version = h5::read_int_attribute(f, "version", path);
-  DPTRAIN_CHECK(version == kShardVersion, path, ": shard format version ", version, " is not supported (this dptrain reads ",
-                kShardVersion, ")");
+  DPTRAIN_CHECK(version == kShardVersion, path, ": shard format version ", version,
+                " is not supported (this dptrain reads ", kShardVersion, ")");
   ShardHeader h;
   h5::read_record_attributes(f, h, path);
   return h;
@@ -159,8 +163,8 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
                   path, ": 'images' is not ", h.samples, "x", h.height, "x", h.width, "x", h.channels);
     open_direct_path();
   } else {
-    DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples, path,
-                  ": 'jpeg' does not hold ", h.samples, " images");
+    DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples, path, ": 'jpeg' does not hold ",
+                  h.samples, " images");
     read_path_ = "HDF5 (H5Dread under the lock): JPEG bytes are variable-length";
     // One element (an hvl_t) at a time is converted; the default 1 MB buffer, calloc'ed for every
     // H5Dread, cost a sixth of a JPEG sample's time.
@@ -250,7 +254,8 @@ std::vector<std::uint8_t> ShardReader::read_jpeg(std::int64_t i) const {
   const hsize_t start[1] = {static_cast<hsize_t>(i)}, count[1] = {1};
   DPTRAIN_H5_CHECK(H5Sselect_hyperslab(jpeg_file_space_.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
   hvl_t row{};
-  DPTRAIN_H5_CHECK(H5Dread(data_.id(), jpeg_type_.id(), jpeg_memory_.id(), jpeg_file_space_.id(), transfer_.id(), &row));
+  DPTRAIN_H5_CHECK(
+      H5Dread(data_.id(), jpeg_type_.id(), jpeg_memory_.id(), jpeg_file_space_.id(), transfer_.id(), &row));
   std::vector<std::uint8_t> bytes;
   try {
     bytes.assign(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);

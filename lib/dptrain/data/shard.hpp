@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "dptrain/core/fields.hpp"
-#include "dptrain/hdf5/handle.hpp"
 #include "dptrain/data/manifest.hpp"
+#include "dptrain/hdf5/handle.hpp"
 
 namespace dptrain::data {
 
@@ -107,8 +107,8 @@ class ShardReader {
   // the vlen type, a one-element memory space and the file space whose selection each read moves.
   h5::Handle transfer_, jpeg_type_, jpeg_memory_, jpeg_file_space_;
   std::vector<std::int32_t> labels_;
-  std::vector<std::uint64_t> offsets_;  // per sample, where its bytes start (direct readers)
-  std::uint64_t file_size_ = 0;         // of the file the offsets were checked against
+  std::vector<std::uint64_t> offsets_;      // per sample, where its bytes start (direct readers)
+  std::uint64_t file_size_ = 0;             // of the file the offsets were checked against
   std::shared_ptr<const SampleFile> file_;  // direct readers: open descriptor, or null
   std::string read_path_;
 };

@@ -34,12 +34,11 @@ std::unique_ptr<Communicator> make_communicator(const Topology& topology, const 
   DPTRAIN_CHECK(options.stall_timeout_seconds > 0, "--stall-timeout must be positive");
   int provided = 0;
   DPTRAIN_MPI_CHECK(MPI_Query_thread(&provided));
-  auto watch = std::make_shared<StallWatch>(MPI_COMM_WORLD, options.stall_timeout_seconds,
-                                            provided == MPI_THREAD_MULTIPLE);
+  auto watch =
+      std::make_shared<StallWatch>(MPI_COMM_WORLD, options.stall_timeout_seconds, provided == MPI_THREAD_MULTIPLE);
   const bool can_split = topology.uniform && topology.node_count > 1 && topology.local_size() > 1;
   switch (options.kind) {
-    case AllreduceKind::flat:
-      return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, watch);
+    case AllreduceKind::flat: return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, watch);
     case AllreduceKind::hierarchical:
       DPTRAIN_CHECK(topology.uniform, "--allreduce hierarchical needs the same number of ranks on every node");
       return std::make_unique<HierarchicalCommunicator>(MPI_COMM_WORLD, topology, watch);

@@ -7,9 +7,9 @@
 // bucket is complete, hands the bucket to a communication thread, which sums it over the ranks while
 // the backward pass goes on with earlier layers. On a GPU the copies are queued on the compute stream:
 // the bucket carries a fence, and the communication thread waits on it before it sums the bucket on
-// its own stream (NCCL), so the host that queues the backward pass never waits. synchronize() waits for the buckets still in
-// flight and writes the averages (sum / world size: every rank's loss is the mean over its own
-// batch, so this is the mean over the global batch) back into the gradients.
+// its own stream (NCCL), so the host that queues the backward pass never waits. synchronize() waits for the buckets
+// still in flight and writes the averages (sum / world size: every rank's loss is the mean over its own batch, so this
+// is the mean over the global batch) back into the gradients.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -37,7 +37,7 @@ struct ReducerStats {
   double communication_seconds = 0;  // time the allreduces took
   double exposed_seconds = 0;        // time synchronize() waited for them (not hidden by the backward pass)
   std::int64_t steps = 0;
-  std::int64_t bytes = 0;            // reduced per step
+  std::int64_t bytes = 0;  // reduced per step
   // The share of communication time hidden behind the backward pass.
   double hidden_fraction() const {
     return communication_seconds > 0 ? std::max(0.0, 1.0 - exposed_seconds / communication_seconds) : 0.0;
@@ -71,7 +71,7 @@ class GradientReducer {
     std::vector<std::size_t> offsets;  // of each parameter in `flat`, in elements
     std::size_t elements = 0;
     Tensor flat;
-    std::size_t pending = 0;           // gradients not yet copied in this step
+    std::size_t pending = 0;  // gradients not yet copied in this step
     // Passed once the copies into `flat` are done on the device (null on the synchronous CPU
     // backend): the communication thread waits on it, never the backward pass.
     std::unique_ptr<Fence> ready;
@@ -91,7 +91,7 @@ class GradientReducer {
   mutable std::mutex mutex_;
   std::condition_variable work_, done_;
   std::deque<std::size_t> queue_;
-  std::size_t reduced_ = 0;    // buckets reduced in this step
+  std::size_t reduced_ = 0;  // buckets reduced in this step
   bool stopping_ = false;
   std::exception_ptr error_;
   ReducerStats stats_;

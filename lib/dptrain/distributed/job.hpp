@@ -12,11 +12,11 @@
 namespace dptrain::distributed {
 
 struct JobOptions {
-  std::string allreduce = "auto";   // --allreduce auto|flat|hierarchical
-  int ranks_per_node = 0;           // --ranks-per-node (0: from Slurm or the host name)
-  double bucket_mb = 25;            // --bucket-mb
-  std::string overlap = "auto";     // --overlap auto|on|off
-  std::string stall_timeout = "5m"; // --stall-timeout
+  std::string allreduce = "auto";    // --allreduce auto|flat|hierarchical
+  int ranks_per_node = 0;            // --ranks-per-node (0: from Slurm or the host name)
+  double bucket_mb = 25;             // --bucket-mb
+  std::string overlap = "auto";      // --overlap auto|on|off
+  std::string stall_timeout = "5m";  // --stall-timeout
 };
 
 class Job {

@@ -21,7 +21,7 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
 
-  bool active() const { return active_; }   // MPI is initialised (here or by the caller)
+  bool active() const { return active_; }          // MPI is initialised (here or by the caller)
   bool threads_ok() const { return threads_ok_; }  // a second thread may call MPI (serialized)
 
  private:

@@ -114,7 +114,8 @@ void MpiCommunicator::allgather(const void* mine, void* all, std::size_t bytes) 
 void MpiCommunicator::barrier() {
   watch_->started("barrier");
   const MPI_Comm comm = comm_.get();
-  run("MPI_Barrier", [&] { return MPI_Barrier(comm); }, [&](MPI_Request* r) { return MPI_Ibarrier(comm, r); });
+  run(
+      "MPI_Barrier", [&] { return MPI_Barrier(comm); }, [&](MPI_Request* r) { return MPI_Ibarrier(comm, r); });
   watch_->finished();
 }
 
@@ -127,8 +128,7 @@ HierarchicalCommunicator::HierarchicalCommunicator(MPI_Comm world, const Topolog
 }
 
 std::string HierarchicalCommunicator::name() const {
-  return "hierarchical MPI (" + std::to_string(cross_.size()) + " nodes x " + std::to_string(node_.size()) +
-         " ranks)";
+  return "hierarchical MPI (" + std::to_string(cross_.size()) + " nodes x " + std::to_string(node_.size()) + " ranks)";
 }
 
 void HierarchicalCommunicator::allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) {

@@ -18,8 +18,8 @@ MPI_Op mpi_op(ReduceOp op);
 // Owns a duplicate of a communicator (errors returned, not fatal) and frees it.
 class OwnedComm {
  public:
-  explicit OwnedComm(MPI_Comm source);                 // MPI_Comm_dup
-  OwnedComm(MPI_Comm source, int color, int key);      // MPI_Comm_split
+  explicit OwnedComm(MPI_Comm source);             // MPI_Comm_dup
+  OwnedComm(MPI_Comm source, int color, int key);  // MPI_Comm_split
   ~OwnedComm();
   OwnedComm(const OwnedComm&) = delete;
   OwnedComm& operator=(const OwnedComm&) = delete;

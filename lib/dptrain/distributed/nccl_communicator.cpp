@@ -36,8 +36,7 @@ void NcclCommunicator::reduce_scatter_sum(const float* send, float* receive, std
   DPTRAIN_NCCL_CHECK(ncclReduceScatter(send, receive, count_per_rank, ncclFloat32, ncclSum, comm_, stream));
 }
 
-void NcclCommunicator::all_gather(const float* send, float* receive, std::size_t count_per_rank,
-                                  cudaStream_t stream) {
+void NcclCommunicator::all_gather(const float* send, float* receive, std::size_t count_per_rank, cudaStream_t stream) {
   DPTRAIN_NCCL_CHECK(ncclAllGather(send, receive, count_per_rank, ncclFloat32, comm_, stream));
 }
 

@@ -4,11 +4,11 @@
 // broadcasts its bytes (MPI_Bcast over the node's or the world's communicator), and every rank passes
 // them here. Collectives are queued on the given stream and return at once; order them against the
 // compute stream with events.
-#include <array>
-#include <cstddef>
-
 #include <cuda_runtime.h>
 #include <nccl.h>
+
+#include <array>
+#include <cstddef>
 
 namespace dptrain::distributed {
 

@@ -6,10 +6,10 @@
 #include <thread>
 
 #include "dptrain/backend/cuda/check_cuda.hpp"
-#include "dptrain/distributed/nccl_communicator.hpp"
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/distributed/launcher.hpp"
 #include "dptrain/distributed/mpi_communicator.hpp"
+#include "dptrain/distributed/nccl_communicator.hpp"
 
 namespace dptrain::distributed {
 namespace {
@@ -143,8 +143,8 @@ class NcclHierarchicalCommunicator final : public Communicator {
   int rank() const override { return world_rank_; }
   int size() const override { return world_size_; }
   std::string name() const override {
-    return "hierarchical NCCL + MPI (" + std::to_string(cross_->size()) + " nodes x " +
-           std::to_string(node_.size()) + " GPUs)";
+    return "hierarchical NCCL + MPI (" + std::to_string(cross_->size()) + " nodes x " + std::to_string(node_.size()) +
+           " GPUs)";
   }
 
   void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) override {
@@ -184,7 +184,7 @@ class NcclHierarchicalCommunicator final : public Communicator {
     std::vector<char> in(bytes), out(bytes * static_cast<std::size_t>(world_size_));
     DPTRAIN_CUDA_CHECK(cudaMemcpy(in.data(), mine, bytes, cudaMemcpyDeviceToHost));
     DPTRAIN_MPI_CHECK(MPI_Allgather(in.data(), static_cast<int>(bytes), MPI_BYTE, out.data(), static_cast<int>(bytes),
-                            MPI_BYTE, MPI_COMM_WORLD));
+                                    MPI_BYTE, MPI_COMM_WORLD));
     DPTRAIN_CUDA_CHECK(cudaMemcpy(all, out.data(), out.size(), cudaMemcpyHostToDevice));
   }
   void barrier() override { DPTRAIN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }

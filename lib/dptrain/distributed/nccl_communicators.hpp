@@ -10,9 +10,9 @@
 // communicator's stream and waits for it, polling with the stall timeout: a GPU collective that never
 // completes aborts NCCL and the job with a message instead of hanging until the time limit.
 // Metrics and control messages stay on the host communicator (distributed::Job::communicator()).
-#include <memory>
-
 #include <cuda_runtime.h>
+
+#include <memory>
 
 #include "dptrain/distributed/communicator.hpp"
 

@@ -6,29 +6,29 @@
 // machine), and the hierarchical allreduce must see the nodes the user asked for.
 // `ranks_per_node` > 0 overrides it all: consecutive blocks of K ranks form a node, which simulates
 // K-GPU nodes on one machine.
+#include <mpi.h>
+
 #include <string>
 #include <vector>
-
-#include <mpi.h>
 
 namespace dptrain::distributed {
 
 struct RankPlace {
   int rank = 0;
-  std::string node;        // node name
-  int node_index = 0;      // nodes numbered in order of their lowest rank
-  int local_rank = 0;      // place among the ranks of its node, in rank order
+  std::string node;    // node name
+  int node_index = 0;  // nodes numbered in order of their lowest rank
+  int local_rank = 0;  // place among the ranks of its node, in rank order
   int local_size = 1;
-  int device = -1;         // GPU ordinal among the visible ones; -1: CPU backend
-  std::string device_id;   // the GPU's UUID (empty on the CPU)
-  std::string cpu_set;     // the CPUs this rank may run on, "0-3,8"
+  int device = -1;        // GPU ordinal among the visible ones; -1: CPU backend
+  std::string device_id;  // the GPU's UUID (empty on the CPU)
+  std::string cpu_set;    // the CPUs this rank may run on, "0-3,8"
 };
 
 struct Topology {
   std::vector<RankPlace> ranks;  // every rank, by rank
   int rank = 0;                  // this process
   int node_count = 1;
-  bool uniform = true;           // every node has the same number of ranks
+  bool uniform = true;  // every node has the same number of ranks
 
   const RankPlace& self() const { return ranks[static_cast<std::size_t>(rank)]; }
   int size() const { return static_cast<int>(ranks.size()); }

@@ -26,8 +26,9 @@ Handle open_dataset(hid_t file, const std::string& name, const std::string& path
 
 void write_attribute(hid_t object, const std::string& name, std::int64_t value) {
   Handle space(DPTRAIN_H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
-  Handle attribute(DPTRAIN_H5_CHECK(H5Acreate2(object, name.c_str(), H5T_NATIVE_INT64, space.id(), H5P_DEFAULT, H5P_DEFAULT)),
-                   H5Aclose);
+  Handle attribute(
+      DPTRAIN_H5_CHECK(H5Acreate2(object, name.c_str(), H5T_NATIVE_INT64, space.id(), H5P_DEFAULT, H5P_DEFAULT)),
+      H5Aclose);
   DPTRAIN_H5_CHECK(H5Awrite(attribute.id(), H5T_NATIVE_INT64, &value));
 }
 
@@ -43,8 +44,9 @@ void write_attribute(hid_t object, const std::string& name, const std::string& v
 
 void write_double_attribute(hid_t object, const std::string& name, double value) {
   Handle space(DPTRAIN_H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
-  Handle attribute(DPTRAIN_H5_CHECK(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT)),
-                   H5Aclose);
+  Handle attribute(
+      DPTRAIN_H5_CHECK(H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT)),
+      H5Aclose);
   DPTRAIN_H5_CHECK(H5Awrite(attribute.id(), H5T_NATIVE_DOUBLE, &value));
 }
 
@@ -58,8 +60,7 @@ Handle open_attribute(hid_t object, const std::string& name, const std::string& 
 std::int64_t read_int_attribute(hid_t object, const std::string& name, const std::string& path_for_errors) {
   Handle attribute = open_attribute(object, name, path_for_errors);
   Handle type(DPTRAIN_H5_CHECK(H5Aget_type(attribute.id())), H5Tclose);
-  DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_INTEGER, path_for_errors, ": attribute '", name,
-                "' is not an integer");
+  DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_INTEGER, path_for_errors, ": attribute '", name, "' is not an integer");
   std::int64_t value = 0;
   DPTRAIN_H5_CHECK(H5Aread(attribute.id(), H5T_NATIVE_INT64, &value));
   return value;

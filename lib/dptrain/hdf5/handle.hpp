@@ -1,6 +1,6 @@
 #pragma once
-// Thin RAII over HDF5 ids (shared by data/ and ckpt/): each handle closes its id with the right H5*close when it goes, so an
-// exception thrown half-way through reading a shard leaks nothing.
+// Thin RAII over HDF5 ids (shared by data/ and ckpt/): each handle closes its id with the right H5*close when it goes,
+// so an exception thrown half-way through reading a shard leaks nothing.
 #include <hdf5.h>
 
 #include <cstdint>

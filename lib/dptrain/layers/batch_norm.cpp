@@ -54,8 +54,8 @@ void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor&, c
     }
     dx = &unused_dx_;
   }
-  plan_->backward(*inputs[0], doutput, scale().value, shift().value, batch_mean_, batch_variance_, *dx,
-                  scale().grad, shift().grad);
+  plan_->backward(*inputs[0], doutput, scale().value, shift().value, batch_mean_, batch_variance_, *dx, scale().grad,
+                  shift().grad);
 }
 
 void BatchNorm::initialize(std::uint64_t) {

@@ -51,8 +51,8 @@ void Convolution::initialize(std::uint64_t seed) {
 }
 
 double Convolution::flops_per_sample() const {
-  return 2.0 * static_cast<double>(output_.per_sample()) * static_cast<double>(spec_.input[1]) *
-         spec_.window.kernel_h * spec_.window.kernel_w;
+  return 2.0 * static_cast<double>(output_.per_sample()) * static_cast<double>(spec_.input[1]) * spec_.window.kernel_h *
+         spec_.window.kernel_w;
 }
 
 }  // namespace dptrain

@@ -29,9 +29,9 @@ struct Buffer {
 // What a forward pass needs to know beyond its inputs.
 struct PassContext {
   bool training = true;
-  std::uint64_t seed = 0;          // the run's seed (dropout masks)
+  std::uint64_t seed = 0;  // the run's seed (dropout masks)
   std::uint64_t epoch = 0;
-  std::int64_t first_sample = 0;   // global index of this rank's first sample in the step
+  std::int64_t first_sample = 0;  // global index of this rank's first sample in the step
 };
 
 class Layer {

@@ -12,8 +12,7 @@ Linear::Linear(std::string name, int out_features, bool bias) : Layer(std::move(
 Shape Linear::setup(std::span<const Shape> inputs, Backend& backend) {
   spec_.who = who();
   check_input_count(inputs, 1);
-  DPTRAIN_CHECK(inputs[0].rank() >= 2, who(), ": input must be [N, features...] but has shape ",
-                inputs[0].to_string());
+  DPTRAIN_CHECK(inputs[0].rank() >= 2, who(), ": input must be [N, features...] but has shape ", inputs[0].to_string());
   DPTRAIN_CHECK(spec_.out_features > 0, who(), ": out_features must be positive, not ", spec_.out_features);
   spec_.input = inputs[0];
   backend_ = &backend;

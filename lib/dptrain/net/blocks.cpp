@@ -21,8 +21,8 @@ int conv_bn(NetBuilder& b, const std::string& name, int input, int out_channels,
   return b.add(std::make_unique<BatchNorm>(name + "/bn", epsilon), {conv});
 }
 
-int conv_bn_relu(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window,
-                 bool conv_bias, float epsilon) {
+int conv_bn_relu(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window, bool conv_bias,
+                 float epsilon) {
   const int conv = b.add(std::make_unique<Convolution>(name, out_channels, window, conv_bias), {input});
   const int bn = b.add(std::make_unique<BatchNorm>(name + "/bn", epsilon), {conv});
   return relu(b, name + "/relu", bn);
@@ -56,8 +56,7 @@ int concat(NetBuilder& b, const std::string& name, std::vector<int> inputs) {
   return b.add(std::make_unique<Concat>(name), std::move(inputs));
 }
 
-int loss(NetBuilder& b, const std::string& name, int logits, float weight, float label_smoothing,
-         bool training_only) {
+int loss(NetBuilder& b, const std::string& name, int logits, float weight, float label_smoothing, bool training_only) {
   return b.add_loss(std::make_unique<SoftmaxCrossEntropy>(name, label_smoothing, weight), logits, training_only);
 }
 

@@ -72,22 +72,33 @@ std::int64_t largest_batch(const std::function<std::unique_ptr<Net>(std::int64_t
   if (!fits(1)) return 0;
   // Activations grow linearly with the batch: guess from two sizes, then bisect on the real plan.
   const MemoryEstimate one = estimate_memory(*build(1), options), two = estimate_memory(*build(2), options);
-  const std::size_t at1 = planned ? one.total() : one.total_unplanned(), at2 = planned ? two.total() : two.total_unplanned();
+  const std::size_t at1 = planned ? one.total() : one.total_unplanned(),
+                    at2 = planned ? two.total() : two.total_unplanned();
   const std::size_t per_image = at2 > at1 ? at2 - at1 : 1;
-  const std::int64_t guess = std::clamp<std::int64_t>(1 + static_cast<std::int64_t>((limit - at1) / per_image), 1, kMaxBatch);
+  const std::int64_t guess =
+      std::clamp<std::int64_t>(1 + static_cast<std::int64_t>((limit - at1) / per_image), 1, kMaxBatch);
   std::int64_t lo = 1, hi = kMaxBatch + 1;  // fits(lo); !fits(hi), or hi is beyond the largest batch asked about
   if (fits(guess)) {
     lo = guess;
     const std::int64_t above = std::min<std::int64_t>(guess + guess / 64 + 1, kMaxBatch);
-    if (above > lo && !fits(above)) hi = above; else if (above > lo) lo = above;
+    if (above > lo && !fits(above))
+      hi = above;
+    else if (above > lo)
+      lo = above;
   } else {
     hi = guess;
     const std::int64_t below = std::max<std::int64_t>(1, guess - guess / 64 - 1);
-    if (fits(below)) lo = below; else hi = below;
+    if (fits(below))
+      lo = below;
+    else
+      hi = below;
   }
   while (hi - lo > 1) {
     const std::int64_t mid = lo + (hi - lo) / 2;
-    if (fits(mid)) lo = mid; else hi = mid;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }

@@ -27,16 +27,18 @@ struct MemoryEstimateOptions {
 // Bytes, per rank.
 struct MemoryEstimate {
   std::int64_t batch = 0;
-  std::size_t parameters = 0;   // fp32 master weights
-  std::size_t gradients = 0;    // their fp32 gradients
-  std::size_t optimizer = 0;    // SGD momentum
-  std::size_t buckets = 0;      // the gradient reducer's flat buckets (several ranks)
-  std::size_t activations = 0;  // the planned arena of activations and activation gradients
+  std::size_t parameters = 0;             // fp32 master weights
+  std::size_t gradients = 0;              // their fp32 gradients
+  std::size_t optimizer = 0;              // SGD momentum
+  std::size_t buckets = 0;                // the gradient reducer's flat buckets (several ranks)
+  std::size_t activations = 0;            // the planned arena of activations and activation gradients
   std::size_t unplanned_activations = 0;  // the same with one buffer per tensor (before the planner)
-  std::size_t layer_state = 0;  // kept by layers from forward to backward (pooling indices, LRN, dropout masks, probabilities)
-  std::size_t inputs = 0;       // the images and labels of a batch
-  std::size_t workspace = 0;    // CPU: oneDNN's blocked copies of the weights; CUDA: cuDNN workspace and low-precision weight copies
-  std::size_t reserved = 0;     // CUDA: the context, cuBLAS and cuDNN (set aside before anything else)
+  std::size_t layer_state =
+      0;  // kept by layers from forward to backward (pooling indices, LRN, dropout masks, probabilities)
+  std::size_t inputs = 0;  // the images and labels of a batch
+  std::size_t workspace =
+      0;  // CPU: oneDNN's blocked copies of the weights; CUDA: cuDNN workspace and low-precision weight copies
+  std::size_t reserved = 0;  // CUDA: the context, cuBLAS and cuDNN (set aside before anything else)
 
   std::size_t fixed() const { return parameters + gradients + optimizer + buckets + workspace + reserved; }
   std::size_t total() const { return fixed() + activations + layer_state + inputs; }

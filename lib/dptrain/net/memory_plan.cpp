@@ -7,7 +7,9 @@
 
 namespace dptrain {
 namespace {
-std::size_t round_up(std::size_t bytes, std::size_t alignment) { return (bytes + alignment - 1) / alignment * alignment; }
+std::size_t round_up(std::size_t bytes, std::size_t alignment) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
 
 bool overlap_in_time(const MemoryPlan::Tensor& a, const MemoryPlan::Tensor& b) {
   return a.first <= b.last && b.first <= a.last;
@@ -42,7 +44,8 @@ std::size_t place(std::vector<MemoryPlan::Tensor>& storages) {
   for (std::size_t s : order) {
     std::vector<std::pair<std::size_t, std::size_t>> busy;  // [offset, end) of those living alongside
     for (std::size_t p : placed) {
-      if (overlap_in_time(storages[s], storages[p])) busy.emplace_back(storages[p].offset, storages[p].offset + storages[p].bytes);
+      if (overlap_in_time(storages[s], storages[p]))
+        busy.emplace_back(storages[p].offset, storages[p].offset + storages[p].bytes);
     }
     std::sort(busy.begin(), busy.end());
     std::size_t offset = 0;
@@ -97,7 +100,8 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
     if (node.planned) {
       const std::size_t b = round_up(node.bytes, alignment);
       std::size_t readers = 0;
-      for (const PlanNode& other : nodes) readers += static_cast<std::size_t>(std::count(other.inputs.begin(), other.inputs.end(), i));
+      for (const PlanNode& other : nodes)
+        readers += static_cast<std::size_t>(std::count(other.inputs.begin(), other.inputs.end(), i));
       plan.unplanned_bytes_ += training ? b * (2 + (readers > 1 ? 1 : 0)) : b;
     }
     if (!node.planned || !node.runs) continue;
@@ -105,10 +109,12 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
     for (int c : consumers[static_cast<std::size_t>(i)]) {
       const PlanNode& reader = nodes[static_cast<std::size_t>(c)];
       last = std::max(last, MemoryPlan::forward_step(c));
-      if (training && reader.backward_reads_input.at(input_index(reader, i))) last = std::max(last, plan.backward_step(c));
+      if (training && reader.backward_reads_input.at(input_index(reader, i)))
+        last = std::max(last, plan.backward_step(c));
     }
     if (training && node.backward_reads_output) last = std::max(last, plan.backward_step(i));
-    plan.output_of_[static_cast<std::size_t>(i)] = add(MemoryPlan::Kind::output, i, node.bytes, MemoryPlan::forward_step(i), last);
+    plan.output_of_[static_cast<std::size_t>(i)] =
+        add(MemoryPlan::Kind::output, i, node.bytes, MemoryPlan::forward_step(i), last);
   }
 
   // In place: a node writes over input 0 when that input is read by nothing after this node's forward.
@@ -119,7 +125,8 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
     const int from = plan.output_of(p);
     if (from < 0 || consumers[static_cast<std::size_t>(p)] != std::vector<int>{r}) continue;
     if (tensors[static_cast<std::size_t>(from)].last != MemoryPlan::forward_step(r)) continue;
-    if (tensors[static_cast<std::size_t>(from)].bytes != tensors[static_cast<std::size_t>(plan.output_of(r))].bytes) continue;
+    if (tensors[static_cast<std::size_t>(from)].bytes != tensors[static_cast<std::size_t>(plan.output_of(r))].bytes)
+      continue;
     plan.in_place_[static_cast<std::size_t>(r)] = true;
     tensors[static_cast<std::size_t>(plan.output_of(r))].storage = tensors[static_cast<std::size_t>(from)].storage;
   }
@@ -174,7 +181,8 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
     st.bytes = std::max(st.bytes, tensors[t].bytes);
   }
   plan.arena_bytes_ = place(storages);
-  for (auto& t : tensors) t.offset = storages[static_cast<std::size_t>(storage_index[static_cast<std::size_t>(t.storage)])].offset;
+  for (auto& t : tensors)
+    t.offset = storages[static_cast<std::size_t>(storage_index[static_cast<std::size_t>(t.storage)])].offset;
   return plan;
 }
 
@@ -259,15 +267,18 @@ std::string verify_memory_plan(std::span<const PlanNode> nodes, const MemoryPlan
            ", " + std::to_string(x.offset + x.bytes) + ")";
   };
   for (const auto& t : tensors) {
-    if (t.offset + t.bytes > plan.arena_bytes()) return name(static_cast<int>(&t - tensors.data())) + " lies outside the arena";
+    if (t.offset + t.bytes > plan.arena_bytes())
+      return name(static_cast<int>(&t - tensors.data())) + " lies outside the arena";
   }
   std::vector<long> last_write(tensors.size(), -1);
   std::vector<std::pair<long, int>> writes;  // (sequence number, tensor), in order
   long sequence = 0;
   for (const Call& call : schedule(nodes, plan)) {
     for (int r : call.reads) {
-      if (last_write[static_cast<std::size_t>(r)] < 0) return call.what + " reads the " + name(r) + " before it is written";
-      for (auto it = writes.rbegin(); it != writes.rend() && it->first > last_write[static_cast<std::size_t>(r)]; ++it) {
+      if (last_write[static_cast<std::size_t>(r)] < 0)
+        return call.what + " reads the " + name(r) + " before it is written";
+      for (auto it = writes.rbegin(); it != writes.rend() && it->first > last_write[static_cast<std::size_t>(r)];
+           ++it) {
         if (it->second != r && overlap(it->second, r)) {
           return call.what + " reads the " + name(r) + ", but the " + name(it->second) + " was written over it since";
         }
@@ -278,10 +289,12 @@ std::string verify_memory_plan(std::span<const PlanNode> nodes, const MemoryPlan
     };
     for (int w : call.writes) {
       for (int r : call.reads) {
-        if (r != w && overlap(w, r) && !allowed(w, r)) return call.what + " writes the " + name(w) + " over the " + name(r) + " it reads";
+        if (r != w && overlap(w, r) && !allowed(w, r))
+          return call.what + " writes the " + name(w) + " over the " + name(r) + " it reads";
       }
       for (int other : call.writes) {
-        if (other != w && overlap(w, other)) return call.what + " writes the " + name(w) + " and the " + name(other) + " into the same memory";
+        if (other != w && overlap(w, other))
+          return call.what + " writes the " + name(w) + " and the " + name(other) + " into the same memory";
       }
     }
     ++sequence;

@@ -36,13 +36,13 @@ struct MemoryOptions {
 // What the planner knows of one node of a Net.
 struct PlanNode {
   std::vector<int> inputs;
-  std::size_t bytes = 0;      // of its output; a gradient has the same size
-  bool planned = true;        // false: the node keeps a buffer of its own (images, labels, losses)
-  bool runs = true;           // false: not run for this purpose (training-only nodes in inference)
-  bool needs_grad = false;    // training: whether its consumers write a gradient for it
+  std::size_t bytes = 0;    // of its output; a gradient has the same size
+  bool planned = true;      // false: the node keeps a buffer of its own (images, labels, losses)
+  bool runs = true;         // false: not run for this purpose (training-only nodes in inference)
+  bool needs_grad = false;  // training: whether its consumers write a gradient for it
   bool backward_reads_output = false;
   std::vector<bool> backward_reads_input;  // per input
-  bool in_place = false;      // forward may write over input 0, backward the input gradient over the output's
+  bool in_place = false;  // forward may write over input 0, backward the input gradient over the output's
 };
 
 class MemoryPlan {
@@ -51,11 +51,11 @@ class MemoryPlan {
   // One tensor's place in the arena and the steps (inclusive) it lives in.
   struct Tensor {
     Kind kind;
-    int node;             // whose output or gradient; for scratch, the node whose gradient it carries
-    int consumer = -1;    // scratch: the consumer whose backward writes it before it is summed in
+    int node;           // whose output or gradient; for scratch, the node whose gradient it carries
+    int consumer = -1;  // scratch: the consumer whose backward writes it before it is summed in
     std::size_t offset = 0, bytes = 0;
     int first = 0, last = 0;
-    int storage = -1;     // tensors sharing a storage (in place) share one place
+    int storage = -1;  // tensors sharing a storage (in place) share one place
   };
 
   // Steps: node i's forward is step i, its backward step 2n - i (n nodes), so backward runs in reverse.

@@ -83,7 +83,8 @@ const Tensor& Net::probabilities() const {
 std::vector<double> Net::losses() const {
   std::vector<double> out;
   for (const Node& node : nodes_) {
-    if (node.is_loss && (!node.training_only || last_training_)) out.push_back(backend_->to_host(node.output).data<float>()[0]);
+    if (node.is_loss && (!node.training_only || last_training_))
+      out.push_back(backend_->to_host(node.output).data<float>()[0]);
   }
   return out;
 }
@@ -135,7 +136,8 @@ std::vector<PlanNode> Net::plan_nodes_for(NetPurpose purpose, DType activation) 
     p.needs_grad = training && p.planned;
     if (!node.layer) continue;
     p.backward_reads_output = node.layer->backward_reads_output();
-    for (std::size_t k = 0; k < node.inputs.size(); ++k) p.backward_reads_input.push_back(node.layer->backward_reads_input(k));
+    for (std::size_t k = 0; k < node.inputs.size(); ++k)
+      p.backward_reads_input.push_back(node.layer->backward_reads_input(k));
     p.in_place = node.layer->runs_in_place();
   }
   return out;

@@ -45,15 +45,15 @@ class Net {
   std::vector<Parameter*> parameters();  // in topological (build) order
   std::vector<Buffer*> buffers();
   std::int64_t parameter_count();
-  double flops_per_sample() const;        // forward
+  double flops_per_sample() const;  // forward
   void initialize(std::uint64_t seed);
 
   struct Node {
     std::unique_ptr<Layer> layer;  // null for the two inputs
     std::vector<int> inputs;
     Shape shape;
-    Tensor output;      // undefined for a training-only node of an inference net
-    Tensor grad;        // d(loss)/d(output), summed over consumers
+    Tensor output;  // undefined for a training-only node of an inference net
+    Tensor grad;    // d(loss)/d(output), summed over consumers
     // Per input: where this node's backward writes that input's gradient when another consumer wrote
     // it first (then it is summed in); undefined where this node is the first writer.
     std::vector<Tensor> input_scratch;

@@ -92,7 +92,8 @@ std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
   nodes[kLabels].output = Tensor::zeros(nodes[kLabels].shape, DType::i32);  // labels stay on the host
   for (auto& node : nodes) node.input_scratch.assign(node.inputs.size(), Tensor());
   if (memory.plan) {
-    net_->arena_ = backend.allocate(Shape{static_cast<std::int64_t>(std::max<std::size_t>(plan.arena_bytes(), 1))}, DType::u8);
+    net_->arena_ =
+        backend.allocate(Shape{static_cast<std::int64_t>(std::max<std::size_t>(plan.arena_bytes(), 1))}, DType::u8);
     net_->activation_bytes_ = plan.arena_bytes();
   }
   auto planned = [&](int index, const Shape& shape) {

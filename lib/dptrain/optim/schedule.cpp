@@ -55,8 +55,8 @@ double LearningRateSchedule::at(std::int64_t step) const {
     case ScheduleKind::cosine: {
       const double span = static_cast<double>(c.total_steps - c.warmup_steps);
       const double t = std::clamp(static_cast<double>(step - c.warmup_steps) / span, 0.0, 1.0);
-      const double shape = c.kind == ScheduleKind::poly ? std::pow(1.0 - t, c.poly_power)
-                                                        : 0.5 * (1.0 + std::cos(std::numbers::pi * t));
+      const double shape =
+          c.kind == ScheduleKind::poly ? std::pow(1.0 - t, c.poly_power) : 0.5 * (1.0 + std::cos(std::numbers::pi * t));
       return c.final_lr + (base_ - c.final_lr) * shape;
     }
   }

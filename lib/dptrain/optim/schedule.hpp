@@ -14,13 +14,13 @@ struct ScheduleConfig {
   ScheduleKind kind = ScheduleKind::step;
   double lr_per_256 = 0.1;
   std::int64_t global_batch = 256;
-  std::int64_t total_steps = 0;            // poly and cosine decay to the end of training
-  std::int64_t warmup_steps = 0;           // linear warm-up from warmup_start_factor * base
+  std::int64_t total_steps = 0;   // poly and cosine decay to the end of training
+  std::int64_t warmup_steps = 0;  // linear warm-up from warmup_start_factor * base
   double warmup_start_factor = 0.0;
-  std::vector<std::int64_t> milestones;    // step: multiply by `gamma` at each milestone step
+  std::vector<std::int64_t> milestones;  // step: multiply by `gamma` at each milestone step
   double gamma = 0.1;
   double poly_power = 2.0;
-  double final_lr = 0.0;                   // poly and cosine end here
+  double final_lr = 0.0;  // poly and cosine end here
 };
 
 ScheduleKind parse_schedule(const std::string& name);  // "constant", "step", "poly", "cosine"

@@ -1,8 +1,7 @@
 #include "dptrain/train/compute_options.hpp"
 
-#include "dptrain/distributed/compute_threads.hpp"
-
 #include "dptrain/core/error.hpp"
+#include "dptrain/distributed/compute_threads.hpp"
 #if DPTRAIN_HAVE_CUDA
 #include "dptrain/backend/cuda/cuda_backend.hpp"
 #include "dptrain/backend/cuda/device_query.hpp"
@@ -13,8 +12,9 @@ namespace dptrain {
 namespace {
 #if !DPTRAIN_HAVE_CUDA
 [[noreturn]] void no_cuda() {
-  throw Error("this dptrain was built without the CUDA backend; rebuild with the 'cuda' preset (or the Spack "
-              "variant +cuda) or use --backend cpu");
+  throw Error(
+      "this dptrain was built without the CUDA backend; rebuild with the 'cuda' preset (or the Spack "
+      "variant +cuda) or use --backend cpu");
 }
 #endif
 }  // namespace
@@ -23,7 +23,8 @@ int visible_devices(const BackendOptions& o) {
   if (o.backend == "cpu") return 0;
 #if DPTRAIN_HAVE_CUDA
   std::string why;
-  DPTRAIN_CHECK(cuda::gpu_usable(why), "--backend cuda: no usable GPU here (", why, "); run on a GPU node or use "
+  DPTRAIN_CHECK(cuda::gpu_usable(why), "--backend cuda: no usable GPU here (", why,
+                "); run on a GPU node or use "
                 "--backend cpu");
   return cuda::usable_device_count();
 #else
@@ -34,7 +35,8 @@ int visible_devices(const BackendOptions& o) {
 std::unique_ptr<Backend> make_backend(const BackendOptions& o, const distributed::Job& job) {
   const Precision precision = parse_precision(o.precision);
   if (o.backend == "cpu") {
-    DPTRAIN_CHECK(precision == Precision::fp32, "--precision ", o.precision, " needs --backend cuda: the CPU "
+    DPTRAIN_CHECK(precision == Precision::fp32, "--precision ", o.precision,
+                  " needs --backend cuda: the CPU "
                   "backend trains in fp32");
     return make_cpu_backend();
   }
@@ -50,7 +52,7 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& o, const distributed
 }
 
 std::unique_ptr<distributed::Communicator> make_gradient_communicator([[maybe_unused]] Backend& backend,
-                                                               [[maybe_unused]] const distributed::Job& job) {
+                                                                      [[maybe_unused]] const distributed::Job& job) {
 #if DPTRAIN_HAVE_CUDA
   if (!backend.device().is_cpu() && job.size() > 1) {
     return distributed::make_gpu_communicator(job.topology(), job.communicator_options(), backend.device().index);
@@ -89,7 +91,9 @@ AlgorithmSearch algorithm_search([[maybe_unused]] Backend& backend) {
 
 int loader_threads(int requested, const distributed::Job& job, bool on_gpu) {
   if (requested > 0) return requested;
-  const int compute = on_gpu ? 1 : job.compute_threads() > 0 ? job.compute_threads() : distributed::compute_threads_in_use();
+  const int compute = on_gpu                      ? 1
+                      : job.compute_threads() > 0 ? job.compute_threads()
+                                                  : distributed::compute_threads_in_use();
   return distributed::spare_threads(job.topology(), compute);
 }
 

@@ -14,11 +14,11 @@
 namespace dptrain {
 
 struct BackendOptions {
-  std::string backend = "cpu";     // cpu | cuda
-  int device = -1;                 // GPU ordinal; -1: chosen from the rank's place on its node
-  std::string precision = "fp32";  // fp32 | bf16 | fp16
-  std::string loss_scale = "auto"; // auto | none | dynamic | a number
-  bool memory_plan = true;         // off: --no-memory-plan (one buffer per activation, for comparisons)
+  std::string backend = "cpu";      // cpu | cuda
+  int device = -1;                  // GPU ordinal; -1: chosen from the rank's place on its node
+  std::string precision = "fp32";   // fp32 | bf16 | fp16
+  std::string loss_scale = "auto";  // auto | none | dynamic | a number
+  bool memory_plan = true;          // off: --no-memory-plan (one buffer per activation, for comparisons)
 };
 
 // How many GPUs the job's topology may bind ranks to: 0 for --backend cpu; for cuda the usable

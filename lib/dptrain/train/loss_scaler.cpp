@@ -19,8 +19,10 @@ LossScaleConfig parse_loss_scale(const std::string& text, Precision precision) {
   } else {
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
-    DPTRAIN_CHECK(!text.empty() && end && *end == '\0' && std::isfinite(value) && value > 0, "--loss-scale must be "
-                  "auto, none, dynamic or a positive number, not '", text, "'");
+    DPTRAIN_CHECK(!text.empty() && end && *end == '\0' && std::isfinite(value) && value > 0,
+                  "--loss-scale must be "
+                  "auto, none, dynamic or a positive number, not '",
+                  text, "'");
     c.mode = LossScaleConfig::Mode::fixed;
     c.initial = value;
   }
@@ -61,8 +63,11 @@ bool LossScaler::unscale(Backend& backend, std::span<Tensor* const> gradients, s
     ++skipped_;
     state_.scale *= config_.backoff_factor;
     state_.clean_steps = 0;
-    DPTRAIN_CHECK(state_.scale >= config_.min_scale, "the gradients are inf or NaN at step ", step, " even with a "
-                  "loss scale of ", state_.scale / config_.backoff_factor, ": the run has diverged; lower --lr or "
+    DPTRAIN_CHECK(state_.scale >= config_.min_scale, "the gradients are inf or NaN at step ", step,
+                  " even with a "
+                  "loss scale of ",
+                  state_.scale / config_.backoff_factor,
+                  ": the run has diverged; lower --lr or "
                   "check the data");
     return false;
   }
@@ -83,8 +88,6 @@ void LossScaler::restore(const LossScaleState& state) {
   state_ = state;
 }
 
-LossScaleState LossScaler::state_for_checkpoint() const {
-  return enabled() ? state_ : LossScaleState{1.0, -1};
-}
+LossScaleState LossScaler::state_for_checkpoint() const { return enabled() ? state_ : LossScaleState{1.0, -1}; }
 
 }  // namespace dptrain

@@ -16,7 +16,7 @@ namespace dptrain {
 
 struct LossScaleConfig {
   enum class Mode { none, fixed, dynamic } mode = Mode::none;
-  double initial = 65536.0;        // 2^16 (dynamic), or the fixed scale
+  double initial = 65536.0;  // 2^16 (dynamic), or the fixed scale
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   std::int64_t growth_interval = 2000;

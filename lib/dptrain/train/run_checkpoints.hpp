@@ -19,13 +19,13 @@
 namespace dptrain {
 
 struct CheckpointOptions {
-  std::string directory;        // --checkpoint-dir ("" : no checkpoints)
-  std::string every = "1000";   // --checkpoint-every
-  int keep = 3;                 // --keep
-  std::string resume = "auto";  // --resume auto|none|PATH
-  std::string time_limit;       // --time-limit
+  std::string directory;          // --checkpoint-dir ("" : no checkpoints)
+  std::string every = "1000";     // --checkpoint-every
+  int keep = 3;                   // --keep
+  std::string resume = "auto";    // --resume auto|none|PATH
+  std::string time_limit;         // --time-limit
   std::int64_t stop_at_step = 0;  // --stop-at-step (0: never)
-  std::string ready_file;       // --ready-file ("" : none)
+  std::string ready_file;         // --ready-file ("" : none)
 };
 
 class RunCheckpoints {

@@ -7,10 +7,9 @@
 // it. Options that do not change what is trained (where the metrics go, logging, loader threads,
 // the checkpoint directory, the launch) are not stored.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dptrain/core/fields.hpp"
 #include "dptrain/distributed/job.hpp"

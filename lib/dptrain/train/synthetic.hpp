@@ -8,7 +8,7 @@
 namespace dptrain {
 
 // Fills images [N,C,H,W] (on the backend's device) and host labels [N] for samples first..first+N-1.
-void fill_synthetic_batch(Backend& backend, std::uint64_t seed, std::int64_t first_sample, int classes,
-                          Tensor& images, Tensor& labels);
+void fill_synthetic_batch(Backend& backend, std::uint64_t seed, std::int64_t first_sample, int classes, Tensor& images,
+                          Tensor& labels);
 
 }  // namespace dptrain

@@ -20,11 +20,11 @@ struct TrainerConfig {
 };
 
 struct StepResult {
-  double loss = 0;           // weighted sum of the losses
+  double loss = 0;  // weighted sum of the losses
   double learning_rate = 0;
-  std::int64_t top1 = 0;     // correct in this step's batch
+  std::int64_t top1 = 0;  // correct in this step's batch
   std::int64_t top5 = 0;
-  bool skipped = false;      // the loss scaler found inf/NaN gradients: no update was applied
+  bool skipped = false;  // the loss scaler found inf/NaN gradients: no update was applied
 };
 
 class Trainer {

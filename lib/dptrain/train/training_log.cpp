@@ -67,8 +67,8 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
     << rate << " img/s  data wait " << 100.0 * wait_fraction << "%";
   if (ranks > 1) {
     o << "  comm wait " << std::setprecision(1) << 100.0 * exposed / std::max(seconds_, 1e-12) << "%  slowest rank "
-      << slowest << " (+" << std::setprecision(0) << 100.0 * (step_seconds[static_cast<std::size_t>(slowest)] / mean_step - 1)
-      << "%)";
+      << slowest << " (+" << std::setprecision(0)
+      << 100.0 * (step_seconds[static_cast<std::size_t>(slowest)] / mean_step - 1) << "%)";
   }
   if (scaler_ && scaler_->enabled()) {
     o << "  loss scale " << std::setprecision(0) << scaler_->scale() << " (" << scaler_->skipped_steps() << " skipped)";
@@ -95,8 +95,8 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
 
 void TrainingLog::report_evaluation(std::int64_t epoch, std::int64_t step, const Evaluation& e) {
   out_ << "validation after epoch " << epoch + 1 << ": loss " << std::setprecision(4) << e.loss << "  top-1 "
-        << std::setprecision(4) << e.top1 << "  top-5 " << e.top5 << "  (" << e.samples << " images, "
-        << std::setprecision(1) << e.seconds << " s)\n";
+       << std::setprecision(4) << e.top1 << "  top-5 " << e.top5 << "  (" << e.samples << " images, "
+       << std::setprecision(1) << e.seconds << " s)\n";
   if (metrics_.is_open()) {
     JsonLine j(metrics_);
     j.field("type", "eval").field("epoch", epoch).field("step", step).field("loss", e.loss);
@@ -121,7 +121,8 @@ void TrainingLog::report_epoch_end(std::int64_t epoch, int loader_threads) {
 }
 
 void TrainingLog::report_summary(const std::string& model, const std::string& dataset, int batch, std::int64_t steps,
-                                 double seconds, const Evaluation* last_eval, const distributed::ReducerStats& comm_stats) {
+                                 double seconds, const Evaluation* last_eval,
+                                 const distributed::ReducerStats& comm_stats) {
   double wait = total_wait_;
   comm_.allreduce_sum(&wait, 1);
   wait /= comm_.size();

@@ -18,8 +18,8 @@ namespace dptrain {
 class TrainingLog {
  public:
   // `out`: rank 0's stdout, a sink on the other ranks (the caller's, so its own lines go there too).
-  TrainingLog(distributed::Communicator& comm, std::ostream& out, const std::string& metrics_path, std::int64_t total_steps,
-              int global_batch);
+  TrainingLog(distributed::Communicator& comm, std::ostream& out, const std::string& metrics_path,
+              std::int64_t total_steps, int global_batch);
 
   // What the window lines add when given: the backend and precision (summary JSON), the device memory
   // at its peak (the largest over the ranks), and the loss scale with the steps it skipped.
@@ -30,7 +30,8 @@ class TrainingLog {
   // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader.
   void record_step(const StepResult& result, int batch, double seconds, double data_wait);
   // Collective: every rank calls it at the same steps.
-  void report_window(std::int64_t epoch, std::int64_t step, double learning_rate, const distributed::ReducerStats& comm_stats);
+  void report_window(std::int64_t epoch, std::int64_t step, double learning_rate,
+                     const distributed::ReducerStats& comm_stats);
   void report_evaluation(std::int64_t epoch, std::int64_t step, const Evaluation& e);
   // Collective, at the end of every epoch: warns (rank 0, stderr) when the ranks waited for data more
   // than 10% of the epoch's step time, with `loader_threads` in the advice.
@@ -51,7 +52,7 @@ class TrainingLog {
   double exposed_before_ = 0;  // the reducer's exposed communication time at the window's start
   double total_wait_ = 0;
   double epoch_seconds_ = 0, epoch_wait_ = 0;  // this rank's, since the epoch began
-  std::int64_t images_ = 0;    // global, whole run
+  std::int64_t images_ = 0;                    // global, whole run
   std::string backend_ = "cpu", precision_ = "fp32";
   std::function<double()> device_memory_;
   const LossScaler* scaler_ = nullptr;

@@ -92,7 +92,8 @@ void TrainingRun::State::start_up() {
   if (resume && !o.batch_given) {
     // The same global batch on another number of ranks: the run continues the same optimisation.
     DPTRAIN_CHECK(resume->global_batch % job->size() == 0, "the checkpoint's global batch of ", resume->global_batch,
-                  " does not divide among ", job->size(), " ranks; give --batch-size (per rank) to change it, and "
+                  " does not divide among ", job->size(),
+                  " ranks; give --batch-size (per rank) to change it, and "
                   "the learning rate follows the linear scaling rule");
     per_rank_batch = static_cast<int>(resume->global_batch / job->size());
   }
@@ -184,15 +185,17 @@ void TrainingRun::State::restore() {
        << resume->epoch + 1 << ", sample " << resume->samples_in_epoch << " of the epoch (saved on "
        << resume->world_size << " rank" << (resume->world_size == 1 ? "" : "s") << ", global batch "
        << resume->global_batch << ")\n";
-  DPTRAIN_CHECK(first_step < total_steps, "the checkpoint is at step ", first_step, ", which is not before the last "
-                "step ", total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
+  DPTRAIN_CHECK(first_step < total_steps, "the checkpoint is at step ", first_step,
+                ", which is not before the last "
+                "step ",
+                total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
 }
 
 void TrainingRun::State::connect_gradients() {
   // Gradients go through NCCL on GPUs; metrics, checkpoints and control stay on the host communicator.
   gradient_comm = make_gradient_communicator(*backend, *job);
-  reducer = std::make_unique<distributed::GradientReducer>(*backend, gradient_comm ? *gradient_comm : job->communicator(),
-                                                           net->parameters(), job->reducer_config());
+  reducer = std::make_unique<distributed::GradientReducer>(
+      *backend, gradient_comm ? *gradient_comm : job->communicator(), net->parameters(), job->reducer_config());
   reducer->attach(*net);
   trainer->set_gradient_sync([this] { reducer->synchronize(); });
 }
@@ -204,8 +207,8 @@ void TrainingRun::State::announce() {
        << manifest.class_count() << " classes, " << model.image_size << "x" << model.image_size << "x"
        << manifest.channels << "), " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << per_rank_batch
        << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch << " per epoch), lr "
-       << trainer->schedule().base() << " (" << o.lr << " per 256), " << backend->name() << ", "
-       << o.device.precision << "\n";
+       << trainer->schedule().base() << " (" << o.lr << " per 256), " << backend->name() << ", " << o.device.precision
+       << "\n";
   if (trainer->loss_scaler().enabled()) *out << "loss scaling: " << describe(tc.loss_scale) << "\n";
   if (ranks > 1) {
     *out << "gradients: " << reducer->communicator().name() << ", " << reducer->bucket_count() << " buckets of up to "

@@ -1,7 +1,6 @@
 // The input stager of the CPU backend: f32 batches go in as they are, u8 batches are normalised on the
 // way (normalise_planes, the arithmetic of the loader's host normalisation and of the GPU's kernel).
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "dptrain/backend/backend.hpp"

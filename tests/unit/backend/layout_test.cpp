@@ -70,7 +70,8 @@ TEST_CASE("plans give the same results on blocked and plain tensors", "[backend]
     ConvolutionSpec spec{in, 32, Window2d::square(3, 2, 1)};
     auto plan = backend->make_convolution(spec);
     const Shape out = convolution_output_shape(spec, "c");
-    const Tensor w = testing::random_tensor(convolution_weight_shape(spec), 4), b = testing::random_tensor(Shape{32}, 5);
+    const Tensor w = testing::random_tensor(convolution_weight_shape(spec), 4),
+                 b = testing::random_tensor(Shape{32}, 5);
     Tensor y = Tensor::zeros(out), by = blocked_empty(out);
     plan->forward(x, w, b, y);
     plan->forward(bx, w, b, by);
@@ -81,7 +82,8 @@ TEST_CASE("plans give the same results on blocked and plain tensors", "[backend]
     plan->backward_data(dy, w, dx);
     plan->backward_data(bdy, w, bdx);
     check_same(*backend, bdx, dx);
-    Tensor dw = Tensor::zeros(w.shape()), db = Tensor::zeros(Shape{32}), dw2 = Tensor::zeros(w.shape()), db2 = Tensor::zeros(Shape{32});
+    Tensor dw = Tensor::zeros(w.shape()), db = Tensor::zeros(Shape{32}), dw2 = Tensor::zeros(w.shape()),
+           db2 = Tensor::zeros(Shape{32});
     plan->backward_weights(x, dy, dw, db);
     plan->backward_weights(bx, bdy, dw2, db2);
     CHECK(testing::relative_error(dw2, dw) < 1e-6);
@@ -98,7 +100,8 @@ TEST_CASE("plans give the same results on blocked and plain tensors", "[backend]
 
     auto bn = backend->make_batch_norm(BatchNormSpec{in});
     const Tensor scale = testing::random_tensor(Shape{16}, 7), shift = testing::random_tensor(Shape{16}, 8);
-    Tensor m = Tensor::zeros(Shape{16}), v = Tensor::zeros(Shape{16}), m2 = Tensor::zeros(Shape{16}), v2 = Tensor::zeros(Shape{16});
+    Tensor m = Tensor::zeros(Shape{16}), v = Tensor::zeros(Shape{16}), m2 = Tensor::zeros(Shape{16}),
+           v2 = Tensor::zeros(Shape{16});
     Tensor ny = Tensor::zeros(in), bny = blocked_empty(in);
     bn->forward_training(x, scale, shift, ny, m, v);
     bn->forward_training(bx, scale, shift, bny, m2, v2);

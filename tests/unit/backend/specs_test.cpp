@@ -1,6 +1,7 @@
+#include "dptrain/backend/specs.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "dptrain/backend/specs.hpp"
 #include "dptrain/core/error.hpp"
 
 using namespace dptrain;

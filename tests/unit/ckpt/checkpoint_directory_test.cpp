@@ -1,11 +1,11 @@
 // The directory protocol: names, `latest`, retention, and the fall-back of `--resume auto` past
 // damaged newest files.
-#include <catch2/catch.hpp>
+#include "dptrain/ckpt/checkpoint_directory.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "ckpt_testing.hpp"
-#include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/durable_io.hpp"
 
@@ -41,8 +41,8 @@ TEST_CASE("writing leaves the checkpoint, `latest` naming it and no temporary fi
   const std::string sub = dir.file("run/checkpoints");  // created on the way
   write_steps(sub, {100, 200});
   CHECK(ckpt::read_latest(sub) == "ckpt-000000200.h5");
-  CHECK(read_bytes(sub + "/latest") == std::vector<char>{'c', 'k', 'p', 't', '-', '0', '0', '0', '0', '0', '0',
-                                                         '2', '0', '0', '.', 'h', '5', '\n'});
+  CHECK(read_bytes(sub + "/latest") ==
+        std::vector<char>{'c', 'k', 'p', 't', '-', '0', '0', '0', '0', '0', '0', '2', '0', '0', '.', 'h', '5', '\n'});
   CHECK(steps_in(sub) == std::vector<std::int64_t>{100, 200});
   for (const auto& e : fs::directory_iterator(sub)) CHECK(e.path().extension() != ".tmp");
   CHECK(ckpt::resolve_checkpoint_path(sub) == sub + "/ckpt-000000200.h5");

@@ -1,11 +1,11 @@
 // The reader trusts nothing: corrupt bytes, foreign files and missing fields are one sentence naming
 // the file and the field or dataset.
-#include <catch2/catch.hpp>
+#include "dptrain/ckpt/checkpoint_file.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "ckpt_testing.hpp"
-#include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/hdf5/handle.hpp"
 
 using namespace dptrain;
@@ -90,7 +90,8 @@ TEST_CASE("files that are not checkpoints are refused with the path and the reas
       h5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
       REQUIRE(H5Adelete_by_name(file.id(), "progress", "samples_in_epoch", H5P_DEFAULT) >= 0);
     }
-    CHECK_THROWS_WITH(ckpt::read_checkpoint(path), Catch::Contains(path + " /progress: attribute 'samples_in_epoch' is missing"));
+    CHECK_THROWS_WITH(ckpt::read_checkpoint(path),
+                      Catch::Contains(path + " /progress: attribute 'samples_in_epoch' is missing"));
   }
   SECTION("a deleted dataset") {
     ckpt::write_checkpoint_file(path, synthetic_state(1));
@@ -98,6 +99,7 @@ TEST_CASE("files that are not checkpoints are refused with the path and the reas
       h5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
       REQUIRE(H5Ldelete(file.id(), "params/layer0/weight", H5P_DEFAULT) >= 0);
     }
-    CHECK_THROWS_WITH(ckpt::read_checkpoint(path), Catch::Contains(path + " /params: holds 2 datasets but its count says 3"));
+    CHECK_THROWS_WITH(ckpt::read_checkpoint(path),
+                      Catch::Contains(path + " /params: holds 2 datasets but its count says 3"));
   }
 }

@@ -1,11 +1,11 @@
 // What `dptrain inspect CKPT` reports: the progress fields and per-tensor statistics.
-#include <catch2/catch.hpp>
+#include "dptrain/ckpt/checkpoint_summary.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
 
 #include "ckpt_testing.hpp"
-#include "dptrain/ckpt/checkpoint_summary.hpp"
 #include "dptrain/ckpt/tensor_statistics.hpp"
 
 using namespace dptrain;

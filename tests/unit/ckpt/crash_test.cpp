@@ -2,12 +2,11 @@
 // and is killed at random moments; after every kill `--resume auto` must find a complete checkpoint,
 // with the exact values written for its step, and no warning. Kills land during HDF5 writes, fsyncs,
 // renames and retention alike (the count of stray temporary files found shows it).
-#include <catch2/catch.hpp>
-
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -32,8 +31,8 @@ ckpt::TrainingState state_at(std::int64_t step) {
     for (auto* list : {&s.parameters, &s.optimizer.momentum}) {
       Tensor v = Tensor::empty(Shape{kElements});
       for (std::int64_t i = 0; i < kElements; ++i) {
-        v.data<float>()[i] = static_cast<float>((static_cast<std::uint64_t>(i) * 2654435761u + t * 7919u +
-                                                 static_cast<std::uint64_t>(step)) % 1000003u);
+        v.data<float>()[i] = static_cast<float>(
+            (static_cast<std::uint64_t>(i) * 2654435761u + t * 7919u + static_cast<std::uint64_t>(step)) % 1000003u);
       }
       (*list)[t].value = v;
     }

@@ -22,8 +22,7 @@ TEST_CASE("the shard header round-trips and is documented", "[data][fields]") {
   testing::check_field_table<data::ShardHeader>(kSource / "datasets" / "README.md");
 }
 
-TEST_CASE("a record that is missing a required field names it; an optional one keeps its default",
-          "[ckpt][fields]") {
+TEST_CASE("a record that is missing a required field names it; an optional one keeps its default", "[ckpt][fields]") {
   ckpt::Progress p;
   testing::fill_distinct(p);
   nlohmann::json j = record_json(p);

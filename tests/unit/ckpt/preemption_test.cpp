@@ -1,15 +1,14 @@
 // The signal flag: SIGUSR1 and SIGTERM set it, a second signal is counted and does not kill, and no
 // thread but the one waiting for them ever runs in a signal's context.
-#include <catch2/catch.hpp>
+#include "dptrain/ckpt/preemption.hpp"
 
 #include <pthread.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
 #include <thread>
-
-#include "dptrain/ckpt/preemption.hpp"
 
 using namespace dptrain;
 

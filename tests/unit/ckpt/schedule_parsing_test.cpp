@@ -20,7 +20,8 @@ TEST_CASE("time limits in units and as Slurm writes them", "[ckpt]") {
   CHECK(ckpt::parse_time_limit("2-12") == 216000s);
   CHECK(ckpt::parse_time_limit("1-00:30") == 88200s);
   CHECK(ckpt::parse_time_limit("1.5h") == 5400s);
-  for (const char* bad : {"", "abc", "10x", "-5m", "1:2:3:4", "1-2-3", "0", "0s", "0.5s", " 5m", "5m ", "h", "1e999", "1e3m", "0x10", "99999999999d"}) {
+  for (const char* bad : {"", "abc", "10x", "-5m", "1:2:3:4", "1-2-3", "0", "0s", "0.5s", " 5m", "5m ", "h", "1e999",
+                          "1e3m", "0x10", "99999999999d"}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH(ckpt::parse_time_limit(bad),
                       Catch::Contains(std::string("--time-limit '") + bad + "' is not a time limit"));
@@ -70,7 +71,8 @@ TEST_CASE("checkpoint-every in steps or wall-clock time", "[ckpt]") {
   CHECK(ckpt::CheckpointEvery::parse("01:30:00", t0).interval() == 5400s);
   CHECK(ckpt::CheckpointEvery::parse("never", t0).never());
   CHECK_FALSE(ckpt::CheckpointEvery::parse("0", t0).due(1000, t0 + 100h));
-  for (const char* bad : {"", "steps", "-5", "5x", "500 steps", "0s", "0.5s", "1:2:3:4", "2.5", "1000.0", "1e3", "1234567890123"}) {
+  for (const char* bad :
+       {"", "steps", "-5", "5x", "500 steps", "0s", "0.5s", "1:2:3:4", "2.5", "1000.0", "1e3", "1234567890123"}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH(ckpt::CheckpointEvery::parse(bad, t0),
                       Catch::Contains(std::string("--checkpoint-every '") + bad + "' is not a checkpoint interval"));

@@ -69,8 +69,8 @@ TEST_CASE("a checkpoint of another model or shape is refused and changes nothing
   TrainedModel lenet = trained_model("lenet", 10, 7, 1);
   ScratchDirectory dir("ckpt-mismatch");
   const std::string path =
-      ckpt::write_checkpoint(dir.path(), ckpt::capture_state(*lenet.net, lenet.trainer->optimizer(), "lenet",
-                                                             some_progress(), "{}"))
+      ckpt::write_checkpoint(
+          dir.path(), ckpt::capture_state(*lenet.net, lenet.trainer->optimizer(), "lenet", some_progress(), "{}"))
           .path;
   const ckpt::TrainingState state = ckpt::read_checkpoint(path);
 

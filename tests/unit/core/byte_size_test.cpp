@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "dptrain/core/byte_size.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace dptrain;
 

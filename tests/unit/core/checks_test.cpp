@@ -12,9 +12,9 @@ TEST_CASE("DPTRAIN_DNNL_CHECK turns a oneDNN failure into an Error naming the ca
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
     return DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(
-        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, dnnl::memory::desc({2, 3}, dt::f32, tag::ab),
-        dnnl::memory::desc({4, 3, 3, 3}, dt::f32, tag::abcd), dnnl::memory::desc({2, 4}, dt::f32, tag::ab), {1, 1},
-        {0, 0}, {0, 0}));
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+        dnnl::memory::desc({2, 3}, dt::f32, tag::ab), dnnl::memory::desc({4, 3, 3, 3}, dt::f32, tag::abcd),
+        dnnl::memory::desc({2, 4}, dt::f32, tag::ab), {1, 1}, {0, 0}, {0, 0}));
   };
   try {
     bad();

@@ -1,13 +1,12 @@
-#include <catch2/catch.hpp>
+#include "dptrain/core/crash_report.hpp"
 
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
-
-#include "dptrain/core/crash_report.hpp"
 
 namespace {
 struct Crash {
@@ -33,7 +32,8 @@ Crash in_child(Body body) {
   Crash crash;
   char buffer[4096];
   ssize_t n;
-  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0) crash.stderr_text.append(buffer, static_cast<std::size_t>(n));
+  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+    crash.stderr_text.append(buffer, static_cast<std::size_t>(n));
   ::close(pipe_fds[0]);
   int status = 0;
   REQUIRE(::waitpid(pid, &status, 0) == pid);
@@ -62,7 +62,8 @@ TEST_CASE("a call through a null function pointer names the rank, the signal and
   // The caller is found in this test binary, with an offset addr2line can use.
   const std::size_t called_from = crash.stderr_text.find("called from 0x");
   REQUIRE(called_from != std::string::npos);
-  const std::string line = crash.stderr_text.substr(called_from, crash.stderr_text.find('\n', called_from) - called_from);
+  const std::string line =
+      crash.stderr_text.substr(called_from, crash.stderr_text.find('\n', called_from) - called_from);
   CHECK(line.find("unit_core+0x") != std::string::npos);
 }
 

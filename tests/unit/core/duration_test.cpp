@@ -1,6 +1,7 @@
+#include "dptrain/core/duration.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
 
 using dptrain::parse_duration_seconds;
@@ -14,7 +15,7 @@ TEST_CASE("durations in the forms users and Slurm write them") {
   CHECK(parse_duration_seconds("01:30:00", "--x") == 5400);
   CHECK(parse_duration_seconds("10:30", "--x") == 630);
   CHECK(parse_duration_seconds("1-02:00:00", "--x") == 93600);
-  CHECK(parse_duration_seconds("2-12", "--x") == 216000);  // Slurm's D-HH
+  CHECK(parse_duration_seconds("2-12", "--x") == 216000);    // Slurm's D-HH
   CHECK(parse_duration_seconds("1-00:30", "--x") == 88200);  // and D-HH:MM
 }
 
@@ -31,7 +32,8 @@ TEST_CASE("a bare number is seconds, or minutes where Slurm's --time says so") {
 }
 
 TEST_CASE("a malformed duration names the flag and the text") {
-  for (const char* bad : {"", "m", "5x", "-5", "1:2:3:4", "a:10", "5 m", "1-2-3", "5:", ".", "1e3", "inf", "1.2.3", "0x10", "99999999999d"}) {
+  for (const char* bad : {"", "m", "5x", "-5", "1:2:3:4", "a:10", "5 m", "1-2-3", "5:", ".", "1e3", "inf", "1.2.3",
+                          "0x10", "99999999999d"}) {
     INFO(bad);
     CHECK_THROWS_WITH(parse_duration_seconds(bad, "--stall-timeout"),
                       Catch::Contains("--stall-timeout '" + std::string(bad) + "' is not a duration"));

@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
+#include "dptrain/core/philox.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <set>
 
-#include "dptrain/core/philox.hpp"
 #include "dptrain/core/philox_block.hpp"
 
 using namespace dptrain;

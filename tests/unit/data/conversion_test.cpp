@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
 #include <turbojpeg.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -78,7 +78,8 @@ std::vector<std::uint8_t> cmyk_jpeg(int width, int height, const std::vector<std
   REQUIRE(compressor != nullptr);
   unsigned char* jpeg = nullptr;
   unsigned long jpeg_size = 0;
-  const int rc = tjCompress2(compressor, cmyk.data(), width, 0, height, TJPF_CMYK, &jpeg, &jpeg_size, TJSAMP_444, 100, 0);
+  const int rc =
+      tjCompress2(compressor, cmyk.data(), width, 0, height, TJPF_CMYK, &jpeg, &jpeg_size, TJSAMP_444, 100, 0);
   INFO(tjGetErrorStr2(compressor));
   REQUIRE(rc == 0);
   const std::vector<std::uint8_t> bytes(jpeg, jpeg + jpeg_size);
@@ -237,7 +238,8 @@ TEST_CASE("jpeg: encode then decode is close, in colour and in grey", "[data][jp
 
 TEST_CASE("jpeg: a CMYK file decodes to RGB = inverted ink times inverted black", "[data][jpeg]") {
   // Four flat 8x8 blocks of stored (Adobe-inverted) CMYK values, compressed by TurboJPEG itself.
-  const std::uint8_t blocks[4][4] = {{255, 255, 255, 255}, {200, 100, 50, 255}, {255, 128, 0, 128}, {90, 180, 240, 200}};
+  const std::uint8_t blocks[4][4] = {
+      {255, 255, 255, 255}, {200, 100, 50, 255}, {255, 128, 0, 128}, {90, 180, 240, 200}};
   std::vector<std::uint8_t> cmyk(16 * 16 * 4);
   for (int y = 0; y < 16; ++y)
     for (int x = 0; x < 16; ++x)
@@ -265,7 +267,8 @@ TEST_CASE("jpeg: corrupt and truncated bytes throw an Error naming the file", "[
   const auto bytes = data::encode_jpeg(gradient_image(128, 128, 3), 90);
   // Cut inside the entropy-coded data (the headers take the first ~600 bytes): libjpeg only warns
   // about this and fills in grey, which must still be an error.
-  const std::vector<std::uint8_t> truncated(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() * 3 / 4));
+  const std::vector<std::uint8_t> truncated(bytes.begin(),
+                                            bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() * 3 / 4));
   REQUIRE(truncated.size() > 1000);
   CHECK_THROWS_WITH(data::decode_jpeg(truncated.data(), truncated.size(), 3, "/data/x/cut.JPEG"),
                     Catch::Contains("/data/x/cut.JPEG") && Catch::Contains("Premature end"));
@@ -379,7 +382,8 @@ TEST_CASE("synth writes an ImageNet-layout tree of real JPEGs", "[data][synth]")
   // Same options, same bytes.
   TempDir again;
   const fs::path copy = make_synth_tree(again);
-  CHECK(read_bytes(copy / "train/n00000001/n00000001_3.JPEG") == read_bytes(source / "train/n00000001/n00000001_3.JPEG"));
+  CHECK(read_bytes(copy / "train/n00000001/n00000001_3.JPEG") ==
+        read_bytes(source / "train/n00000001/n00000001_3.JPEG"));
 }
 
 TEST_CASE("convert imagenet (raw): every sample is its source image, every shard has every class", "[data][convert]") {
@@ -496,7 +500,8 @@ TEST_CASE("convert imagenet: flat val labelled by the devkit's ground truth and 
     const int ilsvrc_id_of_class[kClasses] = {3, 1, 2};  // class c is on line ilsvrc_id_of_class[c]
     {
       std::ofstream synsets(source / "synsets.txt");
-      synsets << datasets::synthetic_wnid(1) << "\n" << datasets::synthetic_wnid(2) << "\n"
+      synsets << datasets::synthetic_wnid(1) << "\n"
+              << datasets::synthetic_wnid(2) << "\n"
               << datasets::synthetic_wnid(0) << "\n";
       std::ofstream truth(source / "ILSVRC2012_validation_ground_truth.txt");
       for (const auto& [file, label] : labels) truth << ilsvrc_id_of_class[label] << "\n";
@@ -565,7 +570,8 @@ TEST_CASE("convert imagenet: corrupt JPEGs are skipped, named and counted", "[da
   const fs::path cut = source / "train/n00000001/n00000001_2.JPEG";
   const fs::path png = source / "val/n00000002/not_really.JPEG";
   const auto bytes = read_bytes(cut);
-  write_bytes(cut, std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() / 2)));
+  write_bytes(cut,
+              std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() / 2)));
   write_bytes(png, {0x89, 'P', 'N', 'G', 13, 10, 26, 10, 0, 0, 0, 13, 'I', 'H', 'D', 'R'});
 
   std::string warnings;
@@ -622,8 +628,8 @@ TEST_CASE("verify: a good dataset passes; a truncated shard and a wrong checksum
     edited.write(out.string());
     const datasets::VerifyReport bad = datasets::verify_dataset(out.string());
     REQUIRE(bad.problems.size() == 1);
-    CHECK_THAT(bad.problems[0], Catch::StartsWith((out / m.split("validation").shards[0].file).string()) &&
-                                    Catch::Contains("checksum"));
+    CHECK_THAT(bad.problems[0],
+               Catch::StartsWith((out / m.split("validation").shards[0].file).string()) && Catch::Contains("checksum"));
   }
   SECTION("missing shard") {
     fs::remove(out / m.split("train").shards[1].file);

@@ -1,10 +1,10 @@
 // Converts the real Fashion-MNIST (Debian's dataset-fashion-mnist) and reads every sample back
 // against the IDX source, bit for bit.
-#include <catch2/catch.hpp>
+#include "datasets/fashion_mnist.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "datasets/fashion_mnist.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/shard.hpp"
 
@@ -36,13 +36,22 @@ TEST_CASE("Fashion-MNIST converts and reads back bit-exactly", "[data][fashion-m
     for (std::size_t s = 0; s < info.shards.size(); ++s) {
       const data::ShardInfo& shard = info.shards[s];
       CHECK(data::file_checksum((out / shard.file).string()) == shard.checksum);
-      const data::ShardHeader expected{split, static_cast<std::int64_t>(s), static_cast<std::int64_t>(info.shards.size()),
-                                       shard.first_sample, shard.samples, 28, 28, 1, "raw", 10};
+      const data::ShardHeader expected{split,
+                                       static_cast<std::int64_t>(s),
+                                       static_cast<std::int64_t>(info.shards.size()),
+                                       shard.first_sample,
+                                       shard.samples,
+                                       28,
+                                       28,
+                                       1,
+                                       "raw",
+                                       10};
       const data::ShardReader reader((out / shard.file).string(), expected);
       for (std::int64_t i = 0; i < shard.samples; ++i) {
         const auto global = static_cast<std::size_t>(shard.first_sample + i);
         reader.read_image(i, image.data());
-        mismatches += !std::equal(image.begin(), image.end(), idx.pixels.begin() + static_cast<std::ptrdiff_t>(global * 784));
+        mismatches +=
+            !std::equal(image.begin(), image.end(), idx.pixels.begin() + static_cast<std::ptrdiff_t>(global * 784));
         mismatches += reader.labels()[static_cast<std::size_t>(i)] != idx.labels[global];
         ++checked;
       }

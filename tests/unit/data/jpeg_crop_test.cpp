@@ -1,11 +1,12 @@
 // JpegCropDecoder against the full decode it replaces in the loader (JpegDecoder::decode, then the
 // crop): every pixel of the window must be the same byte, over random windows and the windows at the
 // image's edges, for every chroma subsampling, scale, output colour space and progressive coding.
-#include <catch2/catch.hpp>
+#include "dptrain/data/jpeg_crop.hpp"
 
 #include <turbojpeg.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -15,7 +16,6 @@
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/data/jpeg.hpp"
-#include "dptrain/data/jpeg_crop.hpp"
 
 using namespace dptrain;
 using namespace dptrain::data;
@@ -71,8 +71,8 @@ int differences(const Image& full, const Image& got, const PixelWindow& w) {
   for (int y = w.top; y < w.top + w.height; ++y)
     for (int x = w.left; x < w.left + w.width; ++x)
       for (std::size_t k = 0; k < c; ++k) {
-        const std::size_t i = (static_cast<std::size_t>(y) * static_cast<std::size_t>(full.width) +
-                               static_cast<std::size_t>(x)) * c + k;
+        const std::size_t i =
+            (static_cast<std::size_t>(y) * static_cast<std::size_t>(full.width) + static_cast<std::size_t>(x)) * c + k;
         wrong += got.pixels[i] != full.pixels[i];
       }
   return wrong;
@@ -106,9 +106,12 @@ TEST_CASE("a cropped JPEG decode gives the full decode's pixels in its window", 
     int pixel_format, subsampling, flags;
   };
   const Source sources[] = {
-      {"4:2:0", TJPF_RGB, TJSAMP_420, 0},        {"4:2:2", TJPF_RGB, TJSAMP_422, 0},
-      {"4:4:4", TJPF_RGB, TJSAMP_444, 0},        {"4:4:0", TJPF_RGB, TJSAMP_440, 0},
-      {"4:1:1", TJPF_RGB, TJSAMP_411, 0},        {"grey", TJPF_GRAY, TJSAMP_GRAY, 0},
+      {"4:2:0", TJPF_RGB, TJSAMP_420, 0},
+      {"4:2:2", TJPF_RGB, TJSAMP_422, 0},
+      {"4:4:4", TJPF_RGB, TJSAMP_444, 0},
+      {"4:4:0", TJPF_RGB, TJSAMP_440, 0},
+      {"4:1:1", TJPF_RGB, TJSAMP_411, 0},
+      {"grey", TJPF_GRAY, TJSAMP_GRAY, 0},
       {"4:2:0 progressive", TJPF_RGB, TJSAMP_420, TJFLAG_PROGRESSIVE},
   };
   // Sizes that are and are not multiples of the 16-pixel iMCU, including ones smaller than it.
@@ -122,17 +125,16 @@ TEST_CASE("a cropped JPEG decode gives the full decode's pixels in its window", 
     for (const auto& size : sizes) {
       const int height = size[0], width = size[1];
       const int in_channels = source.pixel_format == TJPF_GRAY ? 1 : 3;
-      const auto bytes =
-          encode(photo_like(height, width, in_channels, seed++), height, width, source.pixel_format,
-                 source.subsampling, source.flags);
+      const auto bytes = encode(photo_like(height, width, in_channels, seed++), height, width, source.pixel_format,
+                                source.subsampling, source.flags);
       for (const JpegScale scale : {JpegScale{1, 1}, JpegScale{1, 2}, JpegScale{1, 4}, JpegScale{1, 8}}) {
         for (int channels : {3, 1}) {
           whole.decode(bytes.data(), bytes.size(), channels, scale, "full", full);
           const bool big = height >= 64 && width >= 64;
           for (const PixelWindow& w : windows_for(full.height, full.width, rng, big ? 40 : 8)) {
             INFO(source.name << ", " << height << "x" << width << " at " << scale.num << "/" << scale.denom << " to "
-                             << channels << " channels, window (" << w.top << ", " << w.left << ") " << w.height
-                             << "x" << w.width);
+                             << channels << " channels, window (" << w.top << ", " << w.left << ") " << w.height << "x"
+                             << w.width);
             std::fill(got.pixels.begin(), got.pixels.end(), std::uint8_t{0xA5});  // no luck from the last image
             cropped.decode(bytes.data(), bytes.size(), channels, scale, w, "cropped", got);
             CHECK(differences(full, got, w) == 0);

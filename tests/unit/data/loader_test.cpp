@@ -1,8 +1,9 @@
-#include <catch2/catch.hpp>
+#include "dptrain/data/loader.hpp"
 
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -14,7 +15,6 @@
 #include "dptrain/core/input_format.hpp"
 #include "dptrain/data/augment.hpp"
 #include "dptrain/data/jpeg.hpp"
-#include "dptrain/data/loader.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/sampler.hpp"
 #include "dptrain/data/shard.hpp"

@@ -1,10 +1,9 @@
 // How shards are read: pread at chunk offsets for the converter's layout, H5Dread under the lock for
 // every other, the same pixels either way; recycled batch buffers; JPEG decode at reduced scale.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
 
@@ -128,7 +127,8 @@ TEST_CASE("the converter's layout is read with pread; other layouts through HDF5
   const auto reader = [](const Manifest& m, const fs::path& dir) {
     return ShardReader((dir / m.split("train").shards[2].file).string(), expected_header(m, 2));
   };
-  const ShardReader direct = reader(m1, one.path), chunked = reader(m3, several.path), compressed = reader(mz, gzip.path);
+  const ShardReader direct = reader(m1, one.path), chunked = reader(m3, several.path),
+                    compressed = reader(mz, gzip.path);
   CHECK(direct.reads_directly());
   CHECK(direct.read_path() == kDirectReadPath);
   CHECK_FALSE(chunked.reads_directly());

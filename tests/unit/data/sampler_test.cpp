@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include "dptrain/data/sampler.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
 #include <numeric>
 #include <thread>
 
 #include "dptrain/core/error.hpp"
-#include "dptrain/data/sampler.hpp"
 
 using namespace dptrain;
 using namespace dptrain::data;
@@ -84,7 +84,8 @@ TEST_CASE("every rank's slices together read each sample once per epoch, for any
       const std::int64_t kept = (n / global) * global;
       CHECK(dropped.size() == static_cast<std::size_t>(kept));
       CHECK(n - kept < global);
-      for (std::int64_t p = 0; p < kept; ++p) CHECK(dropped[static_cast<std::size_t>(p)] == sampler.sample_at(epoch, p));
+      for (std::int64_t p = 0; p < kept; ++p)
+        CHECK(dropped[static_cast<std::size_t>(p)] == sampler.sample_at(epoch, p));
       auto unique = dropped;
       std::sort(unique.begin(), unique.end());
       CHECK(std::adjacent_find(unique.begin(), unique.end()) == unique.end());
@@ -106,7 +107,8 @@ TEST_CASE("the order read does not depend on the world size", "[data][sampler]")
   for (int rank = 0; rank < 4; ++rank) {
     const auto slice = sampler.rank_slice(2, 12, 3, rank);
     REQUIRE(slice.size() == 3u);
-    for (int j = 0; j < 3; ++j) CHECK(slice[static_cast<std::size_t>(j)] == one_rank[static_cast<std::size_t>(12 + rank * 3 + j)]);
+    for (int j = 0; j < 3; ++j)
+      CHECK(slice[static_cast<std::size_t>(j)] == one_rank[static_cast<std::size_t>(12 + rank * 3 + j)]);
   }
   // At the end of the epoch a slice is cut short, and a rank past the end gets nothing.
   CHECK(sampler.rank_slice(2, 90, 4, 1).size() == 2u);

@@ -1,9 +1,8 @@
 // Shards reject what disagrees with the manifest before anything is allocated, naming file and field.
-#include <catch2/catch.hpp>
-
-#include <filesystem>
-
 #include "dptrain/data/shard.hpp"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
 
 using namespace dptrain;
 
@@ -29,8 +28,9 @@ TEST_CASE("a shard reads back what was written", "[data][shard]") {
 TEST_CASE("labels out of range are refused naming the file, the sample and the label", "[data][shard]") {
   const std::int32_t labels[3] = {0, 12, 4};
   data::write_raw_shard(kPath, kHeader, kPixels, labels);
-  CHECK_THROWS_WITH(data::ShardReader(kPath, kHeader),
-                    Catch::Contains(kPath) && Catch::Contains("sample 1 has label 12") && Catch::Contains("10 classes"));
+  CHECK_THROWS_WITH(data::ShardReader(kPath, kHeader), Catch::Contains(kPath) &&
+                                                           Catch::Contains("sample 1 has label 12") &&
+                                                           Catch::Contains("10 classes"));
   std::filesystem::remove(kPath);
 }
 
@@ -43,7 +43,8 @@ TEST_CASE("a shard that disagrees with the manifest names the field", "[data][sh
                     Catch::Contains(kPath) && Catch::Contains("'height' is 2 but the manifest says 3"));
   expected = kHeader;
   expected.first_sample = 100;
-  CHECK_THROWS_WITH(data::ShardReader(kPath, expected), Catch::Contains("'first_sample' is 0 but the manifest says 100"));
+  CHECK_THROWS_WITH(data::ShardReader(kPath, expected),
+                    Catch::Contains("'first_sample' is 0 but the manifest says 100"));
   std::filesystem::remove(kPath);
   CHECK_THROWS_WITH(data::ShardReader(kPath, kHeader), Catch::Contains(kPath) && Catch::Contains("not found"));
 }

@@ -1,10 +1,11 @@
 // Rank placement without MPI: nodes from names or from --ranks-per-node, local ranks, GPUs, and the
 // division of a shared CPU set among its ranks.
+#include "dptrain/distributed/topology.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/distributed/compute_threads.hpp"
-#include "dptrain/distributed/topology.hpp"
 
 using namespace dptrain::distributed;
 
@@ -57,8 +58,8 @@ TEST_CASE("ranks sharing one CPU set divide it") {
   const Topology crowded = place_ranks(0, {"n", "n", "n"}, std::vector<std::string>(3, "0-1"), {}, 0, 0);
   CHECK(fair_thread_count(crowded) == 1);
   // Loader threads: the rank's share of its CPUs less its compute threads, at least 1.
-  CHECK(spare_threads(bound, 1) == 3);    // a GPU rank bound to 4 cores
-  CHECK(spare_threads(bound, 4) == 1);    // a CPU rank computing on all 4
+  CHECK(spare_threads(bound, 1) == 3);  // a GPU rank bound to 4 cores
+  CHECK(spare_threads(bound, 4) == 1);  // a CPU rank computing on all 4
   CHECK(spare_threads(shared, 0) == 2);
   CHECK(spare_threads(crowded, 1) == 1);
 }

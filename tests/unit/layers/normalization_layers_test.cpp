@@ -1,9 +1,8 @@
 // BatchNorm, Lrn, Relu, Dropout and SoftmaxCrossEntropy on the CPU backend: forward and backward
 // against the naive double-precision references of support/reference_normalization, finite-difference
 // checks of every gradient, and the errors that bad use must raise.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -100,8 +99,8 @@ TEST_CASE("batch_norm training forward and running averages match the reference"
 
     const Tensor y = testing::run_forward(f.bn, c.shape, std::vector<Tensor>{x});
 
-    const auto expected = ref::batch_norm_training(to_double(x), c.shape, to_double(f.scale), to_double(f.shift),
-                                                   c.epsilon);
+    const auto expected =
+        ref::batch_norm_training(to_double(x), c.shape, to_double(f.scale), to_double(f.shift), c.epsilon);
     CHECK(relative_error(y, expected.y) < kTolerance);
     // running = (1 - momentum) running + momentum batch, the variance unbiased by n / (n - 1).
     const double count = static_cast<double>(c.shape[0] * c.shape[2] * c.shape[3]);
@@ -229,10 +228,10 @@ TEST_CASE("lrn forward and backward match the reference", "[layers][lrn]") {
   const LrnCase cases[] = {
       {Shape{3, 5, 7, 9}, 5, 1e-4f, 0.75f, 1.f, 10.f},  // GoogLeNet's parameters
       {Shape{3, 5, 7, 9}, 3, 1e-4f, 0.75f, 1.f, 10.f},
-      {Shape{2, 8, 4, 4}, 5, 0.1f, 0.75f, 1.f, 3.f},    // alpha large enough to normalize strongly
-      {Shape{3, 7, 5, 3}, 3, 0.1f, 0.75f, 2.f, 3.f},    // k != 1
-      {Shape{2, 3, 5, 5}, 5, 0.1f, 0.5f, 1.f, 3.f},     // window wider than the channels; beta 0.5
-      {Shape{1, 1, 3, 3}, 3, 0.5f, 0.75f, 1.f, 2.f},    // one channel: the window is clipped to it
+      {Shape{2, 8, 4, 4}, 5, 0.1f, 0.75f, 1.f, 3.f},  // alpha large enough to normalize strongly
+      {Shape{3, 7, 5, 3}, 3, 0.1f, 0.75f, 2.f, 3.f},  // k != 1
+      {Shape{2, 3, 5, 5}, 5, 0.1f, 0.5f, 1.f, 3.f},   // window wider than the channels; beta 0.5
+      {Shape{1, 1, 3, 3}, 3, 0.5f, 0.75f, 1.f, 2.f},  // one channel: the window is clipped to it
       {Shape{2, 16, 3, 2}, 5, 0.2f, 0.9f, 1.f, 2.f},
   };
   std::uint64_t seed = 5000;
@@ -286,7 +285,9 @@ TEST_CASE("lrn gradients pass a finite-difference check", "[layers][lrn][gradche
 // Relu
 
 // Inputs away from the kink at 0: distinct_tensor keeps every value at least gap/4 from it.
-Tensor relu_input(const Shape& shape, std::uint64_t seed, float gap) { return testing::distinct_tensor(shape, seed, gap); }
+Tensor relu_input(const Shape& shape, std::uint64_t seed, float gap) {
+  return testing::distinct_tensor(shape, seed, gap);
+}
 
 TEST_CASE("relu forward and backward match the reference", "[layers][relu]") {
   const auto backend = make_cpu_backend();
@@ -402,7 +403,8 @@ TEST_CASE("dropout in training zeroes or scales each element, backward uses the 
         const double xi = x.data<float>()[i], yi = run.output.data<float>()[i];
         const bool keep = yi != 0.0;
         kept += keep;
-        zero_or_scaled = zero_or_scaled && (!keep || std::abs(yi - xi * keep_scale) <= 1e-6 * std::abs(xi * keep_scale));
+        zero_or_scaled =
+            zero_or_scaled && (!keep || std::abs(yi - xi * keep_scale) <= 1e-6 * std::abs(xi * keep_scale));
         want_y[i] = keep ? xi * keep_scale : 0.0;
         want_dx[i] = keep ? dy.data<float>()[i] * keep_scale : 0.0;
       }
@@ -508,8 +510,8 @@ TEST_CASE("dropout gradients pass a finite-difference check", "[layers][dropout]
     setup(dropout, {shape}, *backend);
     const Tensor x = testing::random_tensor(shape, ++seed);
     // Linear in x for a fixed mask, so a large step is exact up to rounding.
-    CHECK(testing::finite_difference_error(dropout, shape, std::vector<Tensor>{x}, kInputGrad, training(3, 1, 2),
-                                           0.1) < kTolerance);
+    CHECK(testing::finite_difference_error(dropout, shape, std::vector<Tensor>{x}, kInputGrad, training(3, 1, 2), 0.1) <
+          kTolerance);
   }
 }
 
@@ -525,8 +527,7 @@ struct SoftmaxCase {
 TEST_CASE("softmax_cross_entropy matches the reference: loss, probabilities, gradient", "[layers][softmax]") {
   const auto backend = make_cpu_backend();
   const SoftmaxCase cases[] = {
-      {Shape{3, 5}, 0.f, 1.f},
-      {Shape{8, 10}, 0.1f, 1.f},
+      {Shape{3, 5}, 0.f, 1.f},         {Shape{8, 10}, 0.1f, 1.f},
       {Shape{1, 7}, 0.2f, 0.3f},        // one sample; an auxiliary classifier's weight
       {Shape{5, 1000}, 0.1f, 1.f},      // ImageNet's classes, Inception-V3's smoothing
       {Shape{4, 6, 1, 1}, 0.1f, 0.3f},  // logits straight from a 1x1 convolution
@@ -607,8 +608,8 @@ TEST_CASE("softmax_cross_entropy gradient passes a finite-difference check", "[l
     setup(loss, {c.logits, Shape{c.logits[0]}}, *backend);
     const Tensor logits = testing::random_tensor(c.logits, k.seed, -0.5f, 0.5f);
     const Tensor labels = testing::random_labels(c.logits[0], static_cast<int>(c.logits[1]), k.seed + 1);
-    CHECK(testing::finite_difference_error(loss, Shape{1}, std::vector<Tensor>{logits, labels}, kLogitsGrad, {},
-                                           1e-2) < kTolerance);
+    CHECK(testing::finite_difference_error(loss, Shape{1}, std::vector<Tensor>{logits, labels}, kLogitsGrad, {}, 1e-2) <
+          kTolerance);
   }
 }
 
@@ -624,9 +625,8 @@ TEST_CASE("a runtime input of another shape than set up names the layer and both
     Tensor output = Tensor::zeros(set_up);
     const std::vector<const Tensor*> in{&wrong};
     CHECK_THROWS_AS(layer.forward(PassContext{}, in, output), Error);
-    CHECK_THROWS_WITH(layer.forward(PassContext{}, in, output), Catch::Contains(who) &&
-                                                                    Catch::Contains("[2,6,7,9]") &&
-                                                                    Catch::Contains("[2,6,7,8]"));
+    CHECK_THROWS_WITH(layer.forward(PassContext{}, in, output),
+                      Catch::Contains(who) && Catch::Contains("[2,6,7,9]") && Catch::Contains("[2,6,7,8]"));
   };
   BatchNorm bn("bn1");
   forward_fails(bn, "batch_norm 'bn1'");
@@ -669,7 +669,8 @@ TEST_CASE("batch_norm and lrn reject inputs that are not 4-D", "[layers][errors]
   const auto backend = make_cpu_backend();
   BatchNorm bn("bn1");
   CHECK_THROWS_AS(setup(bn, {Shape{4, 6}}, *backend), Error);
-  CHECK_THROWS_WITH(setup(bn, {Shape{4, 6}}, *backend), Catch::Contains("batch_norm 'bn1'") && Catch::Contains("[4,6]"));
+  CHECK_THROWS_WITH(setup(bn, {Shape{4, 6}}, *backend),
+                    Catch::Contains("batch_norm 'bn1'") && Catch::Contains("[4,6]"));
   Lrn lrn("norm1");
   CHECK_THROWS_WITH(setup(lrn, {Shape{4, 6, 5}}, *backend),
                     Catch::Contains("lrn 'norm1'") && Catch::Contains("[4,6,5]"));
@@ -696,9 +697,9 @@ TEST_CASE("softmax_cross_entropy rejects labels that do not fit the logits", "[l
   SoftmaxCrossEntropy loss("loss3");
   // At setup: one label per sample.
   CHECK_THROWS_AS(setup(loss, {Shape{3, 5}, Shape{4}}, *backend), Error);
-  CHECK_THROWS_WITH(setup(loss, {Shape{3, 5}, Shape{4}}, *backend),
-                    Catch::Contains("softmax_cross_entropy 'loss3'") && Catch::Contains("[4]") &&
-                        Catch::Contains("[3,5]"));
+  CHECK_THROWS_WITH(setup(loss, {Shape{3, 5}, Shape{4}}, *backend), Catch::Contains("softmax_cross_entropy 'loss3'") &&
+                                                                        Catch::Contains("[4]") &&
+                                                                        Catch::Contains("[3,5]"));
   CHECK_THROWS_WITH(setup(loss, {Shape{3, 5, 2, 2}, Shape{3}}, *backend),
                     Catch::Contains("softmax_cross_entropy 'loss3'") && Catch::Contains("[3,5,2,2]"));
 
@@ -714,9 +715,9 @@ TEST_CASE("softmax_cross_entropy rejects labels that do not fit the logits", "[l
                                                                          Catch::Contains("[4]") &&
                                                                          Catch::Contains("[3]"));
   const std::vector<const Tensor*> bad_logits{&wrong_logits, &labels};
-  CHECK_THROWS_WITH(loss.forward(PassContext{}, bad_logits, output),
-                    Catch::Contains("softmax_cross_entropy 'loss3'") && Catch::Contains("[3,6]") &&
-                        Catch::Contains("[3,5]"));
+  CHECK_THROWS_WITH(loss.forward(PassContext{}, bad_logits, output), Catch::Contains("softmax_cross_entropy 'loss3'") &&
+                                                                         Catch::Contains("[3,6]") &&
+                                                                         Catch::Contains("[3,5]"));
 }
 
 TEST_CASE("softmax_cross_entropy rejects a logits gradient of another shape", "[layers][errors][softmax]") {
@@ -754,7 +755,8 @@ TEST_CASE("softmax_cross_entropy names the sample and the label that is out of r
                     Catch::Contains("softmax_cross_entropy 'loss3'") && Catch::Contains("sample 2") &&
                         Catch::Contains("label 7") && Catch::Contains("5 classes"));
   labels.data<std::int32_t>()[2] = -1;
-  CHECK_THROWS_WITH(loss.forward(PassContext{}, in, output), Catch::Contains("sample 2") && Catch::Contains("label -1"));
+  CHECK_THROWS_WITH(loss.forward(PassContext{}, in, output),
+                    Catch::Contains("sample 2") && Catch::Contains("label -1"));
   labels.data<std::int32_t>()[2] = 0;
   CHECK_NOTHROW(loss.forward(PassContext{}, in, output));
   CHECK(std::isfinite(output.data<float>()[0]));

@@ -7,10 +7,9 @@
 //      shapes as Shape::to_string() prints them.
 // The reference itself is pinned by small hand-computed cases first, so that a reference bug cannot
 // hide a matching library bug.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -312,7 +311,7 @@ TEST_CASE("pooling matches the double-precision reference and finite differences
 
         const bool is_max = kind == PoolingKind::max;
         const std::vector<Tensor> x{is_max ? testing::distinct_tensor(c.input, seed + 1, kGap)
-                                        : testing::random_tensor(c.input, seed + 1)};
+                                           : testing::random_tensor(c.input, seed + 1)};
         const Tensor dy = testing::random_tensor(out, seed + 2);
         const std::array<bool, 1> needs{true};
         const testing::LayerRun run = testing::run_layer(layer, out, x, dy, needs);

@@ -1,8 +1,9 @@
 // Memory estimates: the parts add up, activations grow with the batch, and the largest batch that fits
 // a limit is the largest whose estimate fits.
+#include "dptrain/net/memory_estimate.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "dptrain/net/memory_estimate.hpp"
 #include "dptrain/net/models/registry.hpp"
 
 using namespace dptrain;

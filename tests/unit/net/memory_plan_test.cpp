@@ -1,11 +1,11 @@
 // The memory planner: no two live tensors share memory (a replay of the schedule on every zoo model),
 // a layer that under-declares what its backward reads is caught, and planned nets train bit-identically
 // to nets with one buffer per tensor.
-#include <catch2/catch.hpp>
+#include "dptrain/net/memory_plan.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 
-#include "dptrain/net/memory_plan.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/synthetic.hpp"
 #include "dptrain/train/trainer.hpp"
@@ -36,9 +36,9 @@ std::vector<PlanNode> chain() {
     p.backward_reads_input.assign(p.inputs.size(), reads_input);
     p.backward_reads_output = reads_output;
   };
-  layer(2, {0}, 1000, true, false);   // convolution
-  layer(3, {2}, 1000, true, false);   // batch norm
-  layer(4, {3}, 1000, false, true);   // relu
+  layer(2, {0}, 1000, true, false);  // convolution
+  layer(3, {2}, 1000, true, false);  // batch norm
+  layer(4, {3}, 1000, false, true);  // relu
   nodes[4].in_place = true;
   layer(5, {4}, 250, false, false);   // max pooling (workspace inside the plan)
   layer(6, {5}, 40, true, false);     // linear
@@ -122,7 +122,8 @@ TEST_CASE("every zoo model's plan is verified and smaller than one buffer per te
 TEST_CASE("an inference net has no backward pass and leaves out the training-only heads", "[net][memory]") {
   auto backend = make_cpu_backend();
   auto train = build_model("googlenet", *backend, config_for("googlenet", 2));
-  auto infer = build_model("googlenet", *backend, config_for("googlenet", 2, MemoryOptions{NetPurpose::inference, true}));
+  auto infer =
+      build_model("googlenet", *backend, config_for("googlenet", 2, MemoryOptions{NetPurpose::inference, true}));
   train->initialize(5);
   infer->initialize(5);
   fill_synthetic_batch(*backend, 5, 0, 1000, train->images(), train->labels());
@@ -156,7 +157,8 @@ TEST_CASE("planned nets train bit-identically to one buffer per tensor", "[net][
     DYNAMIC_SECTION(c.model) {
       auto backend = make_cpu_backend();
       auto planned = build_model(c.model, *backend, config_for(c.model, c.batch));
-      auto unplanned = build_model(c.model, *backend, config_for(c.model, c.batch, MemoryOptions{NetPurpose::training, false}));
+      auto unplanned =
+          build_model(c.model, *backend, config_for(c.model, c.batch, MemoryOptions{NetPurpose::training, false}));
       CHECK(planned->memory_planned());
       CHECK_FALSE(unplanned->memory_planned());
       CHECK(planned->activation_bytes() < unplanned->activation_bytes());
@@ -191,10 +193,12 @@ TEST_CASE("planned nets train bit-identically to one buffer per tensor", "[net][
       auto fresh = build_model(c.model, *backend, config_for(c.model, c.batch));
       fresh->initialize(3);
       const auto pf = fresh->parameters();
-      for (std::size_t i = 0; i < pa.size(); ++i) moved += std::memcmp(pa[i]->value.raw(), pf[i]->value.raw(), pa[i]->value.bytes()) != 0;
+      for (std::size_t i = 0; i < pa.size(); ++i)
+        moved += std::memcmp(pa[i]->value.raw(), pf[i]->value.raw(), pa[i]->value.bytes()) != 0;
       CHECK(moved > static_cast<int>(pa.size()) / 2);  // the weights did train
       const auto ba = planned->buffers(), bb = unplanned->buffers();
-      for (std::size_t i = 0; i < ba.size(); ++i) CHECK(std::memcmp(ba[i]->value.raw(), bb[i]->value.raw(), ba[i]->value.bytes()) == 0);
+      for (std::size_t i = 0; i < ba.size(); ++i)
+        CHECK(std::memcmp(ba[i]->value.raw(), bb[i]->value.raw(), ba[i]->value.bytes()) == 0);
     }
   }
 }

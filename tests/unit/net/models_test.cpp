@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 #include "dptrain/net/models/registry.hpp"
@@ -32,9 +31,9 @@ TEST_CASE("every model has its published parameter count", "[net][models]") {
 
 TEST_CASE("unknown models are refused with the list of known ones", "[net][models]") {
   auto backend = make_cpu_backend();
-  CHECK_THROWS_WITH(build_model("vgg16", *backend, ModelConfig{}),
-                    Catch::Contains("unknown model 'vgg16'") && Catch::Contains("googlenet") &&
-                        Catch::Contains("resnet50"));
+  CHECK_THROWS_WITH(build_model("vgg16", *backend, ModelConfig{}), Catch::Contains("unknown model 'vgg16'") &&
+                                                                       Catch::Contains("googlenet") &&
+                                                                       Catch::Contains("resnet50"));
 }
 
 TEST_CASE("every model runs forward and backward at batch 2", "[net][models][slow]") {
@@ -48,7 +47,8 @@ TEST_CASE("every model runs forward and backward at batch 2", "[net][models][slo
       auto net = build_model(info.name, *backend, c);
       net->initialize(7);
       Tensor& images = net->images();
-      for (std::int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = std::sin(0.001f * static_cast<float>(i));
+      for (std::int64_t i = 0; i < images.numel(); ++i)
+        images.data<float>()[i] = std::sin(0.001f * static_cast<float>(i));
       net->labels().data<std::int32_t>()[0] = 1;
       net->labels().data<std::int32_t>()[1] = 3;
       const double loss = net->forward(PassContext{true, 7, 0, 0});

@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
+#include "dptrain/optim/schedule.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "dptrain/core/error.hpp"
-#include "dptrain/optim/schedule.hpp"
 
 using namespace dptrain;
 

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "dptrain/optim/sgd.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace dptrain;
 

@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include "dptrain/train/loss_scaler.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
 #include "dptrain/core/philox.hpp"
 #include "dptrain/net/models/registry.hpp"
-#include "dptrain/train/loss_scaler.hpp"
 #include "dptrain/train/trainer.hpp"
 
 using namespace dptrain;
@@ -39,8 +39,10 @@ std::unique_ptr<Net> lenet(Backend& backend) {
 void fill_batch(Net& net, std::int64_t first, float amplitude = 1.f) {
   const CounterRng rng(3, 7);
   float* px = net.images().data<float>();
-  for (std::int64_t i = 0; i < net.images().numel(); ++i) px[i] = amplitude * (rng.uniform(static_cast<std::uint64_t>(first * 10000 + i)) - 0.5f);
-  for (std::int64_t n = 0; n < 8; ++n) net.labels().data<std::int32_t>()[n] = static_cast<std::int32_t>((first + n) % 4);
+  for (std::int64_t i = 0; i < net.images().numel(); ++i)
+    px[i] = amplitude * (rng.uniform(static_cast<std::uint64_t>(first * 10000 + i)) - 0.5f);
+  for (std::int64_t n = 0; n < 8; ++n)
+    net.labels().data<std::int32_t>()[n] = static_cast<std::int32_t>((first + n) % 4);
 }
 
 TrainerConfig trainer_config(LossScaleConfig scale) {

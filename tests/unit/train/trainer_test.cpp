@@ -1,5 +1,6 @@
-#include <catch2/catch.hpp>
+#include "dptrain/train/trainer.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 
 #include "dptrain/core/philox.hpp"
@@ -7,7 +8,6 @@
 #include "dptrain/train/accuracy.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
-#include "dptrain/train/trainer.hpp"
 
 using namespace dptrain;
 
@@ -22,7 +22,8 @@ void fill_quadrant_batch(Net& net, std::int64_t first_sample) {
     const int label = static_cast<int>(rng.bits(sample * 1000) % 4);
     net.labels().data<std::int32_t>()[n] = label;
     float* px = images.data<float>() + n * 28 * 28;
-    for (int i = 0; i < 28 * 28; ++i) px[i] = 0.3f * (rng.uniform(sample * 1000 + 1 + static_cast<std::uint64_t>(i)) - 0.5f);
+    for (int i = 0; i < 28 * 28; ++i)
+      px[i] = 0.3f * (rng.uniform(sample * 1000 + 1 + static_cast<std::uint64_t>(i)) - 0.5f);
     const int y0 = 3 + (label / 2) * 14, x0 = 3 + (label % 2) * 14;
     for (int y = y0; y < y0 + 7; ++y)
       for (int x = x0; x < x0 + 7; ++x) px[y * 28 + x] += 1.f;

@@ -1,15 +1,15 @@
 // TrainingRun on one rank, driven step by step as `dptrain train` drives it: where each step's
 // decisions fall (epoch ends, evaluations, checkpoints, a stop), what progress a checkpoint gets,
 // and that a stopped and resumed run ends bit for bit where the uninterrupted one does.
-#include <catch2/catch.hpp>
+#include "dptrain/train/training_run.hpp"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <sstream>
 
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/preemption.hpp"
 #include "dptrain/net/net.hpp"
-#include "dptrain/train/training_run.hpp"
 #include "support/dataset_testing.hpp"
 #include "support/field_testing.hpp"
 
@@ -20,7 +20,8 @@ namespace fs = std::filesystem;
 struct TempDir {
   fs::path path;
   TempDir() {
-    path = fs::temp_directory_path() / ("dptrain-run-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    path =
+        fs::temp_directory_path() / ("dptrain-run-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
     fs::remove_all(path);
     fs::create_directories(path);
   }

@@ -18,8 +18,8 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     dy_ = Slot(spec.input, x_desc_);
     c_desc_ = plain_desc(channel_);
     const auto scale_shift = flags::use_scale | flags::use_shift;
-    auto train = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
-                                                                    spec.epsilon, scale_shift));
+    auto train = DPTRAIN_DNNL_CHECK(
+        dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc_, spec.epsilon, scale_shift));
     train_pd_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(train, ctx_->engine));
     train_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward(train_pd_));
     auto infer = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::desc(
@@ -27,7 +27,7 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     infer_ = DPTRAIN_DNNL_CHECK(
         dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(infer, ctx_->engine)));
     auto bwd = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, x_desc_, x_desc_,
-                                                                   spec.epsilon, scale_shift));
+                                                                           spec.epsilon, scale_shift));
     bwd_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_backward(
         dnnl::batch_normalization_backward::primitive_desc(bwd, ctx_->engine, train_pd_)));
   }
@@ -62,9 +62,8 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     y_.finish_output(*ctx_, y);
   }
 
-  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& shift,
-                const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
-                Tensor& dshift) override {
+  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& shift, const Tensor& batch_mean,
+                const Tensor& batch_variance, Tensor& dx, Tensor& dscale, Tensor& dshift) override {
     check_data(x, "input");
     check_data(dy, "output gradient");
     check_data(dx, "input gradient");

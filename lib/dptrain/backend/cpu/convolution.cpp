@@ -28,12 +28,13 @@ class OneDnnConvolution final : public ConvolutionPlan {
     const auto bias = plain_desc(bias_);
     auto& engine = ctx_->engine;
 
-    auto fwd_desc = spec.bias ? DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
-                                                                           algorithm::convolution_direct, src, wei,
-                                                                           bias, dst, strides, padding, padding))
-                              : DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
-                                                                           algorithm::convolution_direct, src, wei,
-                                                                           dst, strides, padding, padding));
+    auto fwd_desc = spec.bias
+                        ? DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
+                                                                             algorithm::convolution_direct, src, wei,
+                                                                             bias, dst, strides, padding, padding))
+                        : DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(prop_kind::forward_training,
+                                                                             algorithm::convolution_direct, src, wei,
+                                                                             dst, strides, padding, padding));
     // A fused ReLU is a post-op of the forward primitive; the backward primitives do not see it (the
     // ReLU's own backward runs from the fused output).
     dnnl::primitive_attr attr;
@@ -45,8 +46,8 @@ class OneDnnConvolution final : public ConvolutionPlan {
     fwd_pd_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(fwd_desc, attr, engine));
     fwd_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_forward(fwd_pd_));
 
-    auto bwd_data_desc = DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_data::desc(algorithm::convolution_direct, src, wei,
-                                                                          dst, strides, padding, padding));
+    auto bwd_data_desc = DPTRAIN_DNNL_CHECK(
+        dnnl::convolution_backward_data::desc(algorithm::convolution_direct, src, wei, dst, strides, padding, padding));
     bwd_data_pd_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_data::primitive_desc(bwd_data_desc, engine, fwd_pd_));
     bwd_data_ = DPTRAIN_DNNL_CHECK(dnnl::convolution_backward_data(bwd_data_pd_));
 

@@ -10,8 +10,8 @@ Layout convolution_block(const dnnl::engine& engine) {
     return DPTRAIN_DNNL_CHECK(dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any));
   };
   const auto desc = DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                                               dnnl::algorithm::convolution_direct, any(src),
-                                                               any(wei), any(dst), one, one, one));
+                                                                       dnnl::algorithm::convolution_direct, any(src),
+                                                                       any(wei), any(dst), one, one, one));
   const auto pd = DPTRAIN_DNNL_CHECK(dnnl::convolution_forward::primitive_desc(desc, engine));
   const auto blocked16 = DPTRAIN_DNNL_CHECK(dnnl::memory::desc(src, dnnl::memory::data_type::f32, dnnl_tag::aBcd16b));
   return pd.src_desc() == blocked16 ? Layout::blocked16 : Layout::blocked8;
@@ -68,8 +68,10 @@ Slot::Bridge& Slot::bridge(DnnlContext& ctx, Layout layout) {
     b->same = b->user == wanted_;
     if (!b->same) {
       b->staging = DPTRAIN_DNNL_CHECK(dnnl::memory(wanted_, ctx.engine));
-      b->to_wanted = DPTRAIN_DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, b->user, ctx.engine, wanted_)));
-      b->to_user = DPTRAIN_DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, wanted_, ctx.engine, b->user)));
+      b->to_wanted =
+          DPTRAIN_DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, b->user, ctx.engine, wanted_)));
+      b->to_user =
+          DPTRAIN_DNNL_CHECK(dnnl::reorder(dnnl::reorder::primitive_desc(ctx.engine, wanted_, ctx.engine, b->user)));
     }
   }
   return *b;

@@ -1,9 +1,8 @@
 #pragma once
 // The oneDNN engine and stream every CPU plan shares, and helpers that wrap our plain-layout host
 // tensors as oneDNN memory.
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <unordered_map>
 

@@ -18,17 +18,18 @@ class OneDnnLinear final : public LinearPlan {
     w_desc_ = plain_desc(weight_);
     b_desc_ = plain_desc(bias_);
     y_desc_ = plain_desc(output_);
-    auto fwd = spec.bias ? DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
-                                                                        w_desc_, b_desc_, y_desc_))
-                         : DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training, x_desc_,
-                                                                        w_desc_, y_desc_));
+    auto fwd = spec.bias ? DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training,
+                                                                                x_desc_, w_desc_, b_desc_, y_desc_))
+                         : DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward::desc(dnnl::prop_kind::forward_training,
+                                                                                x_desc_, w_desc_, y_desc_));
     auto fwd_pd = DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward::primitive_desc(fwd, ctx_->engine));
     fwd_ = DPTRAIN_DNNL_CHECK(dnnl::inner_product_forward(fwd_pd));
     auto bd = DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_data::desc(x_desc_, w_desc_, y_desc_));
     bwd_data_ = DPTRAIN_DNNL_CHECK(
         dnnl::inner_product_backward_data(dnnl::inner_product_backward_data::primitive_desc(bd, ctx_->engine, fwd_pd)));
-    auto bw = spec.bias ? DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_weights::desc(x_desc_, w_desc_, b_desc_, y_desc_))
-                        : DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_weights::desc(x_desc_, w_desc_, y_desc_));
+    auto bw = spec.bias
+                  ? DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_weights::desc(x_desc_, w_desc_, b_desc_, y_desc_))
+                  : DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_weights::desc(x_desc_, w_desc_, y_desc_));
     bwd_weights_ = DPTRAIN_DNNL_CHECK(dnnl::inner_product_backward_weights(
         dnnl::inner_product_backward_weights::primitive_desc(bw, ctx_->engine, fwd_pd)));
   }

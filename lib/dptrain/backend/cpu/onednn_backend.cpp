@@ -32,7 +32,8 @@ double measure_sgemm_gflops() {
   double best = 0;
   for (int rep = 0; rep < 10; ++rep) {
     const auto start = std::chrono::steady_clock::now();
-    DPTRAIN_DNNL_CHECK(dnnl_sgemm('N', 'N', n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n));
+    DPTRAIN_DNNL_CHECK(
+        dnnl_sgemm('N', 'N', n, n, n, 1.f, a.data<float>(), n, b.data<float>(), n, 0.f, c.data<float>(), n));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (rep > 0) best = std::max(best, 2.0 * n * n * n / seconds / 1e9);  // the first run warms up
   }
@@ -50,10 +51,10 @@ class HostInputStager final : public InputStager {
   }
   void stage(const Tensor& host_images) override {
     check_shape(host_images, shape_, "input stager", "batch");
-    DPTRAIN_CHECK(host_images.device().is_cpu() && host_images.layout() == Layout::plain &&
-                      host_images.dtype() == format_.host,
-                  "input stager: the batch must be a plain ", name_of(format_.host), " host tensor, not ",
-                  name_of(host_images.dtype()));
+    DPTRAIN_CHECK(
+        host_images.device().is_cpu() && host_images.layout() == Layout::plain && host_images.dtype() == format_.host,
+        "input stager: the batch must be a plain ", name_of(format_.host), " host tensor, not ",
+        name_of(host_images.dtype()));
     staged_ = host_images;
   }
   void finish(Tensor& images) override {

@@ -29,11 +29,12 @@ class OneDnnPooling final : public PoolingPlan {
     x_ = Slot(spec.input, x_desc_);
     y_ = Slot(output_, y_desc_);
     const auto algorithm = algorithm_of(spec.kind);
-    auto fwd = DPTRAIN_DNNL_CHECK(dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algorithm, x_desc_, y_desc_,
-                                                      strides, kernel, pad_l, pad_r));
+    auto fwd = DPTRAIN_DNNL_CHECK(dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, algorithm, x_desc_,
+                                                              y_desc_, strides, kernel, pad_l, pad_r));
     fwd_pd_ = DPTRAIN_DNNL_CHECK(dnnl::pooling_forward::primitive_desc(fwd, ctx_->engine));
     fwd_ = DPTRAIN_DNNL_CHECK(dnnl::pooling_forward(fwd_pd_));
-    auto bwd = DPTRAIN_DNNL_CHECK(dnnl::pooling_backward::desc(algorithm, x_desc_, y_desc_, strides, kernel, pad_l, pad_r));
+    auto bwd =
+        DPTRAIN_DNNL_CHECK(dnnl::pooling_backward::desc(algorithm, x_desc_, y_desc_, strides, kernel, pad_l, pad_r));
     bwd_pd_ = DPTRAIN_DNNL_CHECK(dnnl::pooling_backward::primitive_desc(bwd, ctx_->engine, fwd_pd_));
     bwd_ = DPTRAIN_DNNL_CHECK(dnnl::pooling_backward(bwd_pd_));
     workspace_ = Workspace(fwd_pd_.workspace_desc());
@@ -42,8 +43,7 @@ class OneDnnPooling final : public PoolingPlan {
   void forward(const Tensor& x, Tensor& y, bool /*training: the workspace is cheap, always kept*/) override {
     check_cpu_tensor(x, spec_.input, spec_.who, "input");
     check_cpu_tensor(y, output_, spec_.who, "output");
-    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)},
-                                               {DNNL_ARG_DST, y_.output(*ctx_, y)}};
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)}, {DNNL_ARG_DST, y_.output(*ctx_, y)}};
     workspace_.add_to(*ctx_, args);
     run(*ctx_, fwd_, args);
     y_.finish_output(*ctx_, y);

@@ -10,11 +10,13 @@ class OneDnnRelu final : public ReluPlan {
  public:
   OneDnnRelu(DnnlContextPtr ctx, const Shape& shape, std::string who)
       : ctx_(std::move(ctx)), shape_(shape), who_(std::move(who)), desc_(plain_desc(Shape{shape.numel()})) {
-    auto fwd = DPTRAIN_DNNL_CHECK(dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, kRelu, desc_, 0.f, 0.f));
+    auto fwd =
+        DPTRAIN_DNNL_CHECK(dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, kRelu, desc_, 0.f, 0.f));
     auto fwd_pd = DPTRAIN_DNNL_CHECK(dnnl::eltwise_forward::primitive_desc(fwd, ctx_->engine));
     fwd_ = DPTRAIN_DNNL_CHECK(dnnl::eltwise_forward(fwd_pd));
     auto bwd = DPTRAIN_DNNL_CHECK(dnnl::eltwise_backward::desc(kRelu, desc_, desc_, 0.f, 0.f));
-    bwd_ = DPTRAIN_DNNL_CHECK(dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bwd, ctx_->engine, fwd_pd)));
+    bwd_ =
+        DPTRAIN_DNNL_CHECK(dnnl::eltwise_backward(dnnl::eltwise_backward::primitive_desc(bwd, ctx_->engine, fwd_pd)));
   }
 
   void forward(const Tensor& x, Tensor& y) override {

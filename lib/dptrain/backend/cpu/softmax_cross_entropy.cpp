@@ -10,10 +10,10 @@ namespace {
 class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
  public:
   explicit HostSoftmaxCrossEntropy(const SoftmaxCrossEntropySpec& spec) : spec_(spec) {
-    DPTRAIN_CHECK(spec.logits.rank() == 2 && spec.logits[1] > 0,
-                  spec.who, ": logits must be [N, classes] but have shape ", spec.logits.to_string());
-    DPTRAIN_CHECK(spec.label_smoothing >= 0.f && spec.label_smoothing < 1.f,
-                  spec.who, ": label smoothing must be in [0, 1), not ", spec.label_smoothing);
+    DPTRAIN_CHECK(spec.logits.rank() == 2 && spec.logits[1] > 0, spec.who,
+                  ": logits must be [N, classes] but have shape ", spec.logits.to_string());
+    DPTRAIN_CHECK(spec.label_smoothing >= 0.f && spec.label_smoothing < 1.f, spec.who,
+                  ": label smoothing must be in [0, 1), not ", spec.label_smoothing);
   }
 
   void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss) override {
@@ -62,13 +62,13 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
 
  private:
   const std::int32_t* checked_labels(const Tensor& labels) const {
-    DPTRAIN_CHECK(labels.device().is_cpu() && labels.dtype() == DType::i32,
-                  spec_.who, ": labels must be int32 host memory");
+    DPTRAIN_CHECK(labels.device().is_cpu() && labels.dtype() == DType::i32, spec_.who,
+                  ": labels must be int32 host memory");
     check_shape(labels, Shape{spec_.logits[0]}, spec_.who, "labels");
     const std::int32_t* label = labels.data<std::int32_t>();
     for (std::int64_t n = 0; n < spec_.logits[0]; ++n) {
-      DPTRAIN_CHECK(label[n] >= 0 && label[n] < spec_.logits[1], spec_.who, ": sample ", n,
-                    " has label ", label[n], " but there are only ", spec_.logits[1], " classes");
+      DPTRAIN_CHECK(label[n] >= 0 && label[n] < spec_.logits[1], spec_.who, ": sample ", n, " has label ", label[n],
+                    " but there are only ", spec_.logits[1], " classes");
     }
     return label;
   }

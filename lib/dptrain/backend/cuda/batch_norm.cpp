@@ -76,9 +76,9 @@ class CudnnBatchNorm final : public BatchNormPlan {
     Tensor wide_x = scratch(), wide_y = scratch();
     const void* x_in = widened(x, wide_x);
     void* y_out = output_of(y, wide_y);
-    DPTRAIN_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_->cudnn(), kMode, &one, &zero, x_desc_, x_in, x_desc_,
-                                                        y_out, c_desc_, scale.raw(), shift.raw(), mean.raw(),
-                                                        variance.raw(), epsilon()));
+    DPTRAIN_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(ctx_->cudnn(), kMode, &one, &zero, x_desc_, x_in,
+                                                                x_desc_, y_out, c_desc_, scale.raw(), shift.raw(),
+                                                                mean.raw(), variance.raw(), epsilon()));
     narrowed(wide_y, y);
   }
 
@@ -100,9 +100,9 @@ class CudnnBatchNorm final : public BatchNormPlan {
     const void* x_in = widened(x, wide_x);
     const void* dy_in = widened(dy, wide_dy);
     void* dx_out = output_of(dx, wide_dx);
-    DPTRAIN_CUDNN_CHECK(cudnnBatchNormalizationBackward(ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x_in,
-                                                x_desc_, dy_in, x_desc_, dx_out, c_desc_, scale.raw(), dscale.raw(),
-                                                dshift.raw(), epsilon(), batch_mean.raw(), inverse_std_.raw()));
+    DPTRAIN_CUDNN_CHECK(cudnnBatchNormalizationBackward(
+        ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x_in, x_desc_, dy_in, x_desc_, dx_out, c_desc_,
+        scale.raw(), dscale.raw(), dshift.raw(), epsilon(), batch_mean.raw(), inverse_std_.raw()));
     narrowed(wide_dx, dx);
   }
 
@@ -110,9 +110,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
   // cuDNN 8's minimum is the double 1e-5, which the float 1e-5 (9.99999975e-06) falls just short of:
   // clamp, as other frameworks do (the difference is 2.5e-13).
   double epsilon() const { return std::max<double>(spec_.epsilon, CUDNN_BN_MIN_EPSILON); }
-  void check_data(const Tensor& t, const char* what) const {
-    check_activation(*ctx_, t, spec_.input, spec_.who, what);
-  }
+  void check_data(const Tensor& t, const char* what) const { check_activation(*ctx_, t, spec_.input, spec_.who, what); }
   // bf16 scratch of the input's shape in f32, for one call: the caching allocator reuses blocks in
   // stream order, so it costs no allocation after the first step and no memory between calls.
   Tensor scratch() const { return widen_ ? ctx_->allocate(spec_.input, DType::f32) : Tensor(); }

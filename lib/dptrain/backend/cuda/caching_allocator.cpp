@@ -6,8 +6,8 @@
 
 namespace dptrain::cuda {
 namespace {
-constexpr std::size_t kSmall = 1 << 20;        // below: round to 512 bytes
-constexpr std::size_t kLargeRound = 2 << 20;   // above: round to 2 MiB, so similar sizes share blocks
+constexpr std::size_t kSmall = 1 << 20;       // below: round to 512 bytes
+constexpr std::size_t kLargeRound = 2 << 20;  // above: round to 2 MiB, so similar sizes share blocks
 
 // Restores the calling thread's current device on scope exit: the allocator may be called from a
 // thread bound to another GPU (a loader thread, a test).

@@ -13,9 +13,9 @@
 namespace dptrain::cuda {
 
 struct MemoryStats {
-  std::size_t in_use = 0;       // bytes handed out now
-  std::size_t peak_in_use = 0;  // the most ever handed out at once (since the last reset_peak)
-  std::size_t reserved = 0;     // bytes held from the driver: in use plus cached
+  std::size_t in_use = 0;          // bytes handed out now
+  std::size_t peak_in_use = 0;     // the most ever handed out at once (since the last reset_peak)
+  std::size_t reserved = 0;        // bytes held from the driver: in use plus cached
   std::size_t device_mallocs = 0;  // cudaMalloc calls so far: flat from the second step on
 };
 
@@ -39,8 +39,8 @@ class CachingAllocator {
 
   int device_;
   mutable std::mutex mutex_;
-  std::multimap<std::size_t, void*> free_;          // cached blocks by size
-  std::unordered_map<void*, std::size_t> in_use_;   // live blocks and their sizes
+  std::multimap<std::size_t, void*> free_;         // cached blocks by size
+  std::unordered_map<void*, std::size_t> in_use_;  // live blocks and their sizes
   MemoryStats stats_;
 };
 

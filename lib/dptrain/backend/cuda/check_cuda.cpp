@@ -6,8 +6,7 @@ namespace dptrain::cuda::detail {
 
 void throw_cuda(cudaError_t status, const char* call, const char* file, int line) {
   cudaGetLastError();  // clear the sticky non-fatal error so the next call does not report it again
-  throw_call_error("CUDA", call, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status), file,
-                   line);
+  throw_call_error("CUDA", call, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status), file, line);
 }
 
 void throw_cudnn(cudnnStatus_t status, const char* call, const char* file, int line) {

@@ -22,8 +22,8 @@ class CopyConcat final : public ConcatPlan {
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       check_activation(*ctx_, *inputs[i], inputs_[i], who_, "input");
       const std::size_t block = block_bytes(i);
-      DPTRAIN_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(y.raw()) + offset, out_pitch(), inputs[i]->raw(), block, block,
-                                   rows(), cudaMemcpyDeviceToDevice, ctx_->stream()));
+      DPTRAIN_CUDA_CHECK(cudaMemcpy2DAsync(static_cast<char*>(y.raw()) + offset, out_pitch(), inputs[i]->raw(), block,
+                                           block, rows(), cudaMemcpyDeviceToDevice, ctx_->stream()));
       offset += block;
     }
   }
@@ -35,8 +35,8 @@ class CopyConcat final : public ConcatPlan {
     for (std::size_t i = 0; i < dinputs.size(); ++i) {
       check_activation(*ctx_, *dinputs[i], inputs_[i], who_, "input gradient");
       const std::size_t block = block_bytes(i);
-      DPTRAIN_CUDA_CHECK(cudaMemcpy2DAsync(dinputs[i]->raw(), block, static_cast<const char*>(dy.raw()) + offset, out_pitch(),
-                                   block, rows(), cudaMemcpyDeviceToDevice, ctx_->stream()));
+      DPTRAIN_CUDA_CHECK(cudaMemcpy2DAsync(dinputs[i]->raw(), block, static_cast<const char*>(dy.raw()) + offset,
+                                           out_pitch(), block, rows(), cudaMemcpyDeviceToDevice, ctx_->stream()));
       offset += block;
     }
   }

@@ -1,7 +1,7 @@
 #pragma once
 // What every CUDA plan shares: the device, the compute stream, the cuDNN and cuBLAS handles bound to
-// that stream, the caching allocator, one convolution workspace and the algorithms cuDNN found. Plans hold it by shared_ptr, so
-// it lives as long as the last plan or tensor of the backend.
+// that stream, the caching allocator, one convolution workspace and the algorithms cuDNN found. Plans hold it by
+// shared_ptr, so it lives as long as the last plan or tensor of the backend.
 #include <cstddef>
 #include <memory>
 #include <string>

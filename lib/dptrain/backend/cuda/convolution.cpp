@@ -81,11 +81,11 @@ class CudnnConvolution final : public ConvolutionPlan {
         filter_key_(AlgorithmCache::key("backward-weights", type_, spec)) {
     const auto& w = spec.window;
     DPTRAIN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NCHW, spec.out_channels,
-                                           static_cast<int>(spec.input[1]), w.kernel_h, w.kernel_w));
+                                                   static_cast<int>(spec.input[1]), w.kernel_h, w.kernel_w));
     // Cross-correlation is what every framework (and oneDNN) calls convolution. The compute type is
     // fp32 in every precision.
     DPTRAIN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, w.pad_h, w.pad_w, w.stride_h, w.stride_w, 1, 1,
-                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+                                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, low() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
     if (low()) {
       weight_low_ = ctx_->allocate(weight_, type_);
@@ -107,9 +107,9 @@ class CudnnConvolution final : public ConvolutionPlan {
         });
     use_math_of(forward_);
     const float one = 1.f, zero = 0.f;
-    DPTRAIN_CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &one, x_desc_, x.raw(), w_desc_, w, conv_desc_, forward_.algo,
-                                        ctx_->workspace(forward_.workspace), forward_.workspace, &zero, y_desc_,
-                                        y.raw()));
+    DPTRAIN_CUDNN_CHECK(cudnnConvolutionForward(ctx_->cudnn(), &one, x_desc_, x.raw(), w_desc_, w, conv_desc_,
+                                                forward_.algo, ctx_->workspace(forward_.workspace), forward_.workspace,
+                                                &zero, y_desc_, y.raw()));
     if (spec_.bias) {
       check(bias, Shape{spec_.out_channels}, "bias");
       if (low()) {
@@ -136,9 +136,9 @@ class CudnnConvolution final : public ConvolutionPlan {
         });
     use_math_of(data_);
     const float one = 1.f, zero = 0.f;
-    DPTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, w, y_desc_, dy.raw(),
-                                             conv_desc_, data_.algo, ctx_->workspace(data_.workspace), data_.workspace,
-                                             &zero, x_desc_, dx.raw()));
+    DPTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, w, y_desc_, dy.raw(), conv_desc_,
+                                                     data_.algo, ctx_->workspace(data_.workspace), data_.workspace,
+                                                     &zero, x_desc_, dx.raw()));
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {
@@ -155,9 +155,9 @@ class CudnnConvolution final : public ConvolutionPlan {
         });
     use_math_of(filter_);
     const float one = 1.f, zero = 0.f;
-    DPTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &one, x_desc_, x.raw(), y_desc_, dy.raw(), conv_desc_,
-                                               filter_.algo, ctx_->workspace(filter_.workspace), filter_.workspace, &zero,
-                                               w_desc_, dw));
+    DPTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &one, x_desc_, x.raw(), y_desc_, dy.raw(),
+                                                       conv_desc_, filter_.algo, ctx_->workspace(filter_.workspace),
+                                                       filter_.workspace, &zero, w_desc_, dw));
     if (low()) kernels::convert(dw, type_, dweight.raw(), DType::f32, dweight.numel(), ctx_->stream());
     if (spec_.bias) {
       check(dbias, Shape{spec_.out_channels}, "bias gradient");
@@ -186,7 +186,8 @@ class CudnnConvolution final : public ConvolutionPlan {
   // being timed and for the chosen algorithm's math type when it runs. fp32 keeps FMA math throughout.
   template <typename Algo>
   void use_math_of(const Chosen<Algo>& chosen) {
-    if (low()) DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, chosen.done ? chosen.math : CUDNN_TENSOR_OP_MATH));
+    if (low())
+      DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, chosen.done ? chosen.math : CUDNN_TENSOR_OP_MATH));
   }
   // The filter cuDNN reads: the f32 master itself, or its low-precision copy. A forward refreshes the
   // copy; the backward-data pass that follows in the same step reuses it unless it is handed another
@@ -204,7 +205,7 @@ class CudnnConvolution final : public ConvolutionPlan {
   ConvolutionSpec spec_;
   Shape output_, weight_;
   DType type_;
-  Tensor weight_low_, dweight_low_;      // bf16/f16 only: the compute copy of the weight, the filter gradient
+  Tensor weight_low_, dweight_low_;       // bf16/f16 only: the compute copy of the weight, the filter gradient
   const void* converted_from_ = nullptr;  // the master weight weight_low_ was last converted from
   TensorDescriptor x_desc_, y_desc_, bias_desc_;
   FilterDescriptor w_desc_;

@@ -7,8 +7,8 @@
 
 #include "dptrain/backend/cuda/input_stager.hpp"
 #include "dptrain/backend/cuda/kernels.hpp"
-#include "dptrain/backend/cuda/precision_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
+#include "dptrain/backend/cuda/precision_kernels.hpp"
 
 namespace dptrain::cuda {
 namespace {
@@ -36,13 +36,12 @@ class CudaBackend final : public Backend {
       // bf16 arithmetic (and cuDNN's bf16 convolutions) need compute capability 8.0 (Ampere) or newer.
       int major = 0;
       DPTRAIN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ctx_->device()));
-      DPTRAIN_CHECK(major >= 8, "--precision bf16 needs a GPU of compute capability 8.0 or newer (Ampere); cuda:",
-                    ctx_->device(), " is ", major, ".x: use --precision fp16 or fp32");
+      DPTRAIN_CHECK(major >= 8,
+                    "--precision bf16 needs a GPU of compute capability 8.0 or newer (Ampere); cuda:", ctx_->device(),
+                    " is ", major, ".x: use --precision fp16 or fp32");
     }
   }
-  ~CudaBackend() override {
-    cudaStreamSynchronize(ctx_->stream());
-  }
+  ~CudaBackend() override { cudaStreamSynchronize(ctx_->stream()); }
 
   std::string name() const override {
     std::string libraries = "cuDNN, cuBLAS";
@@ -98,13 +97,14 @@ class CudaBackend final : public Backend {
                   "copy_from_host: the source must be a plain host tensor");
     check_here(t, "copy_from_host");
     if (host.dtype() == DType::f32 && is_16_bit(t.dtype())) {
-      DPTRAIN_CHECK(host.numel() == t.numel(), "copy_from_host: tensors of shapes ", host.shape().to_string(),
-                    " and ", t.shape().to_string(), " differ");
+      DPTRAIN_CHECK(host.numel() == t.numel(), "copy_from_host: tensors of shapes ", host.shape().to_string(), " and ",
+                    t.shape().to_string(), " differ");
       // Through an f32 device buffer, narrowed on the device; the buffer goes back to the caching
       // allocator at once and is reused only by work queued after the conversion.
       Tensor wide = ctx_->allocate(t.shape(), DType::f32);
       if (t.numel()) {
-        DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(wide.raw(), host.raw(), wide.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
+        DPTRAIN_CUDA_CHECK(
+            cudaMemcpyAsync(wide.raw(), host.raw(), wide.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
       }
       kernels::convert(wide.raw(), DType::f32, t.raw(), t.dtype(), t.numel(), ctx_->stream());
       return;
@@ -195,7 +195,7 @@ class CudaBackend final : public Backend {
       for (int rep = 0; rep < 6; ++rep) {
         DPTRAIN_CUDA_CHECK(cudaEventRecord(start, ctx_->stream()));
         DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, device_floats(a), n,
-                                 device_floats(b), n, &zero, device_floats(c), n));
+                                         device_floats(b), n, &zero, device_floats(c), n));
         DPTRAIN_CUDA_CHECK(cudaEventRecord(stop, ctx_->stream()));
         DPTRAIN_CUDA_CHECK(cudaEventSynchronize(stop));
         float ms = 0;
@@ -232,9 +232,8 @@ class CudaBackend final : public Backend {
   static bool is_16_bit(DType type) { return type == DType::bf16 || type == DType::f16; }
   static bool is_floating(DType type) { return type == DType::f32 || is_16_bit(type); }
   static void check_same(const Tensor& a, const Tensor& b, const char* op) {
-    DPTRAIN_CHECK(a.numel() == b.numel() && a.dtype() == b.dtype(), op, ": tensors of shapes ",
-                  a.shape().to_string(), " (", name_of(a.dtype()), ") and ", b.shape().to_string(), " (",
-                  name_of(b.dtype()), ") differ");
+    DPTRAIN_CHECK(a.numel() == b.numel() && a.dtype() == b.dtype(), op, ": tensors of shapes ", a.shape().to_string(),
+                  " (", name_of(a.dtype()), ") and ", b.shape().to_string(), " (", name_of(b.dtype()), ") differ");
   }
 
   CudaContextPtr ctx_;

@@ -32,8 +32,8 @@ cudnnDataType_t cudnn_type(DType type) {
 }
 
 TensorDescriptor nchw_descriptor(const Shape& shape, DType type) {
-  DPTRAIN_CHECK(shape.rank() >= 1 && shape.rank() <= 4, "cuDNN: cannot describe a tensor of shape ",
-                shape.to_string(), " as NCHW");
+  DPTRAIN_CHECK(shape.rank() >= 1 && shape.rank() <= 4, "cuDNN: cannot describe a tensor of shape ", shape.to_string(),
+                " as NCHW");
   std::array<int, 4> dims{1, 1, 1, 1};
   for (int axis = 0; axis < shape.rank(); ++axis) dims[static_cast<std::size_t>(axis)] = narrow(shape[axis]);
   TensorDescriptor d;

@@ -9,8 +9,8 @@ namespace {
 class KernelDropout final : public DropoutPlan {
  public:
   KernelDropout(CudaContextPtr ctx, const DropoutSpec& spec) : ctx_(std::move(ctx)), spec_(spec) {
-    DPTRAIN_CHECK(spec.probability >= 0.f && spec.probability < 1.f, spec.who,
-                  ": probability must be in [0, 1), not ", spec.probability);
+    DPTRAIN_CHECK(spec.probability >= 0.f && spec.probability < 1.f, spec.who, ": probability must be in [0, 1), not ",
+                  spec.probability);
     DPTRAIN_CHECK(spec.input.rank() >= 1, spec.who, ": input needs a batch axis");
     mask_ = ctx_->allocate(spec.input, DType::f32);
   }
@@ -19,8 +19,8 @@ class KernelDropout final : public DropoutPlan {
     check_activation(*ctx_, x, spec_.input, spec_.who, "input");
     check_activation(*ctx_, y, spec_.input, spec_.who, "output");
     kernels::dropout_mask(device_floats(mask_), spec_.input[0], spec_.input.per_sample(), position.seed,
-                          position.stream, position.first_sample, spec_.probability,
-                          1.f / (1.f - spec_.probability), ctx_->stream());
+                          position.stream, position.first_sample, spec_.probability, 1.f / (1.f - spec_.probability),
+                          ctx_->stream());
     kernels::multiply(x.raw(), device_floats(mask_), y.raw(), y.dtype(), x.numel(), ctx_->stream());
   }
 

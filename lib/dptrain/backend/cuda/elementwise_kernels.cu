@@ -87,8 +87,14 @@ __global__ void inverse_std_kernel(const float* variance, float epsilon, float* 
   DPTRAIN_GRID_STRIDE(i, n) inverse_std[i] = rsqrtf(variance[i] + epsilon);
 }
 
-template <typename T> T* typed(void* p) { return static_cast<T*>(p); }
-template <typename T> const T* typed(const void* p) { return static_cast<const T*>(p); }
+template <typename T>
+T* typed(void* p) {
+  return static_cast<T*>(p);
+}
+template <typename T>
+const T* typed(const void* p) {
+  return static_cast<const T*>(p);
+}
 }  // namespace
 
 void fill(float* y, std::int64_t n, float value, cudaStream_t stream) { fill(y, DType::f32, n, value, stream); }
@@ -124,8 +130,8 @@ void axpby(float alpha, const void* x, float beta, void* y, DType type, std::int
   DPTRAIN_CHECK_LAUNCH();
 }
 
-void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate,
-                float momentum, float weight_decay, bool nesterov, cudaStream_t stream) {
+void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate, float momentum,
+                float weight_decay, bool nesterov, cudaStream_t stream) {
   if (n == 0) return;
   sgd_kernel<<<grid_for(n), kThreads, 0, stream>>>(weight, grad, velocity, n, learning_rate, momentum, weight_decay,
                                                    nesterov);
@@ -172,8 +178,8 @@ void channel_sums(const void* dy, DType type, float* sums, std::int64_t samples,
   if (channels == 0) return;
   with_element_type(type, "channel_sums", [&](auto element) {
     using T = decltype(element);
-    channel_sums_kernel<T><<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(typed<T>(dy), sums, samples,
-                                                                                     channels, plane);
+    channel_sums_kernel<T>
+        <<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(typed<T>(dy), sums, samples, channels, plane);
   });
   DPTRAIN_CHECK_LAUNCH();
 }

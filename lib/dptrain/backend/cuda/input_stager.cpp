@@ -27,10 +27,10 @@ class CudaInputStager final : public InputStager {
 
   void stage(const Tensor& host_images) override {
     DPTRAIN_CHECK(!staged_, "input stager: stage() twice without finish()");
-    DPTRAIN_CHECK(host_images.device().is_cpu() && host_images.layout() == Layout::plain &&
-                      host_images.dtype() == format_.host,
-                  "input stager: the batch must be a plain ", name_of(format_.host), " host tensor, not ",
-                  name_of(host_images.dtype()));
+    DPTRAIN_CHECK(
+        host_images.device().is_cpu() && host_images.layout() == Layout::plain && host_images.dtype() == format_.host,
+        "input stager: the batch must be a plain ", name_of(format_.host), " host tensor, not ",
+        name_of(host_images.dtype()));
     check_shape(host_images, shape_, "input stager", "batch");
     // The previous transfer out of the pinned buffer must be over before it is overwritten; it was
     // queued a whole step ago, so this wait is normally already satisfied.
@@ -39,7 +39,7 @@ class CudaInputStager final : public InputStager {
     // The compute stream must have finished reading the staging buffer of the previous batch.
     consumed_.make_wait(copy_stream_.get());
     DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(staging_.raw(), pinned_.data(), host_images.bytes(), cudaMemcpyHostToDevice,
-                               copy_stream_.get()));
+                                       copy_stream_.get()));
     copied_.record(copy_stream_.get());
     staged_ = true;
   }
@@ -48,8 +48,8 @@ class CudaInputStager final : public InputStager {
     DPTRAIN_CHECK(staged_, "input stager: finish() without a staged batch");
     DPTRAIN_CHECK(images.device() == Device::cuda(ctx_->device()) && images.layout() == Layout::plain &&
                       images.numel() == shape_.numel(),
-                  "input stager: the input tensor ", images.shape().to_string(), " on ",
-                  images.device().to_string(), " does not take a batch of ", shape_.to_string());
+                  "input stager: the input tensor ", images.shape().to_string(), " on ", images.device().to_string(),
+                  " does not take a batch of ", shape_.to_string());
     copied_.make_wait(ctx_->stream());
     if (format_.host == DType::u8) {
       // The loader cropped and flipped; the normalisation (and the rounding to the activation type)

@@ -5,9 +5,9 @@
 // Activations may be f32, bf16 or f16 (`DType type`, void pointers): loads widen to float, the
 // arithmetic is fp32 and stores round once. With f32 they compute exactly what the float-only
 // kernels always did. Parameters, their gradients, masks and statistics are always f32.
-#include <cstdint>
-
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "dptrain/core/dtype.hpp"
 
@@ -19,8 +19,8 @@ void fill(void* y, DType type, std::int64_t n, float value, cudaStream_t stream)
 void add(const void* a, const void* b, void* y, DType type, std::int64_t n, cudaStream_t stream);
 void axpby(float alpha, const float* x, float beta, float* y, std::int64_t n, cudaStream_t stream);
 void axpby(float alpha, const void* x, float beta, void* y, DType type, std::int64_t n, cudaStream_t stream);
-void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate,
-                float momentum, float weight_decay, bool nesterov, cudaStream_t stream);
+void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate, float momentum,
+                float weight_decay, bool nesterov, cudaStream_t stream);
 void relu_forward(const void* x, void* y, DType type, std::int64_t n, cudaStream_t stream);
 void relu_backward(const void* y, const void* dy, void* dx, DType type, std::int64_t n, cudaStream_t stream);
 // y[r, c] = bias[c] for every row r of a row-major [rows, cols] matrix.
@@ -50,8 +50,8 @@ void softmax_cross_entropy_forward(const void* logits, DType logits_type, const 
                                    float* probabilities, float* row_loss, float* loss, std::int64_t rows,
                                    std::int64_t classes, float label_smoothing, cudaStream_t stream);
 void softmax_cross_entropy_backward(const float* probabilities, const std::int32_t* labels, void* dlogits,
-                                    DType logits_type, std::int64_t rows, std::int64_t classes,
-                                    float label_smoothing, float scale, cudaStream_t stream);
+                                    DType logits_type, std::int64_t rows, std::int64_t classes, float label_smoothing,
+                                    float scale, cudaStream_t stream);
 
 // pooling_kernels.cu: 2-D pooling over `planes` = N*C planes with explicit padding before (pad_h,
 // pad_w) and after (pad_h + extra_h, pad_w + extra_w), the oneDNN semantics of the CPU backend.

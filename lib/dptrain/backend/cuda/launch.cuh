@@ -16,7 +16,7 @@ inline unsigned grid_for(std::int64_t n) {
   return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, 65535));
 }
 
-#define DPTRAIN_GRID_STRIDE(i, n)                                                                   \
+#define DPTRAIN_GRID_STRIDE(i, n)                                                                  \
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
        i += static_cast<std::int64_t>(blockDim.x) * gridDim.x)
 

@@ -70,8 +70,8 @@ class CublasLinear final : public LinearPlan {
       kernels::broadcast_rows(device_floats(bias), device_floats(y), batch_, out_, ctx_->stream());
       beta = 1.f;
     }
-    DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, out_, batch_, in_, &one, device_floats(weight),
-                             in_, device_floats(x), in_, &beta, device_floats(y), out_));
+    DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, out_, batch_, in_, &one,
+                                     device_floats(weight), in_, device_floats(x), in_, &beta, device_floats(y), out_));
   }
 
   void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) override {
@@ -84,8 +84,9 @@ class CublasLinear final : public LinearPlan {
               dx.raw(), type_, in_);
       return;
     }
-    DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, in_, batch_, out_, &one, device_floats(weight),
-                             in_, device_floats(dy), out_, &zero, device_floats(dx), in_));
+    DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, in_, batch_, out_, &one,
+                                     device_floats(weight), in_, device_floats(dy), out_, &zero, device_floats(dx),
+                                     in_));
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {
@@ -101,11 +102,12 @@ class CublasLinear final : public LinearPlan {
       if (spec_.bias) kernels::channel_sums(dy.raw(), type_, device_floats(dbias), batch_, out_, 1, ctx_->stream());
       return;
     }
-    DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, batch_, &one, device_floats(x), in_,
-                             device_floats(dy), out_, &zero, device_floats(dweight), in_));
+    DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, batch_, &one,
+                                     device_floats(x), in_, device_floats(dy), out_, &zero, device_floats(dweight),
+                                     in_));
     if (spec_.bias) {  // db[O] = dy^T[O,N] 1[N]
       DPTRAIN_CUBLAS_CHECK(cublasSgemv(ctx_->cublas(), CUBLAS_OP_N, out_, batch_, &one, device_floats(dy), out_,
-                               device_floats(ones_), 1, &zero, device_floats(dbias), 1));
+                                       device_floats(ones_), 1, &zero, device_floats(dbias), 1));
     }
   }
 
@@ -123,7 +125,7 @@ class CublasLinear final : public LinearPlan {
     const float one = 1.f;
     const cudaDataType_t ab = cublas_type(type_);
     DPTRAIN_CUBLAS_CHECK(cublasGemmEx(ctx_->cublas(), op_a, op_b, m, n, k, &one, a, ab, lda, b, ab, ldb, beta, c,
-                              cublas_type(c_type), ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                                      cublas_type(c_type), ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
   // See convolution.cpp: the forward refreshes the low-precision copy, backward-data reuses it.
   const void* compute_weight(const Tensor& weight, bool refresh) {

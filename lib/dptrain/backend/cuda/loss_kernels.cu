@@ -100,8 +100,8 @@ void softmax_cross_entropy_forward(const void* logits, DType logits_type, const 
 }
 
 void softmax_cross_entropy_backward(const float* probabilities, const std::int32_t* labels, void* dlogits,
-                                    DType logits_type, std::int64_t rows, std::int64_t classes,
-                                    float label_smoothing, float scale, cudaStream_t stream) {
+                                    DType logits_type, std::int64_t rows, std::int64_t classes, float label_smoothing,
+                                    float scale, cudaStream_t stream) {
   if (rows * classes == 0) return;
   with_element_type(logits_type, "softmax_cross_entropy_backward", [&](auto element) {
     using T = decltype(element);

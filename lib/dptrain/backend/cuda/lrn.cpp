@@ -36,12 +36,13 @@ class CudnnLrn final : public LrnPlan {
     // Low precision writes the f32 result where the backward will read it (training) or in scratch.
     Tensor wide_y = !low() ? Tensor() : training ? output_ : ctx_->allocate(spec_.input, DType::f32);
     DPTRAIN_CUDNN_CHECK(cudnnLRNCrossChannelForward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
-                                            low() ? wide_x.raw() : x.raw(), &zero, desc_,
-                                            low() ? wide_y.raw() : y.raw()));
+                                                    low() ? wide_x.raw() : x.raw(), &zero, desc_,
+                                                    low() ? wide_y.raw() : y.raw()));
     if (low()) kernels::convert(wide_y.raw(), DType::f32, y.raw(), type_, y.numel(), ctx_->stream());
     if (training) {
       if (!low()) {
-        DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(output_.raw(), y.raw(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
+        DPTRAIN_CUDA_CHECK(
+            cudaMemcpyAsync(output_.raw(), y.raw(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
       }
       have_output_ = true;
     }
@@ -56,9 +57,9 @@ class CudnnLrn final : public LrnPlan {
     Tensor wide_x = widened(x), wide_dy = widened(dy);
     Tensor wide_dx = low() ? ctx_->allocate(spec_.input, DType::f32) : Tensor();
     DPTRAIN_CUDNN_CHECK(cudnnLRNCrossChannelBackward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
-                                             output_.raw(), desc_, low() ? wide_dy.raw() : dy.raw(), desc_,
-                                             low() ? wide_x.raw() : x.raw(), &zero, desc_,
-                                             low() ? wide_dx.raw() : dx.raw()));
+                                                     output_.raw(), desc_, low() ? wide_dy.raw() : dy.raw(), desc_,
+                                                     low() ? wide_x.raw() : x.raw(), &zero, desc_,
+                                                     low() ? wide_dx.raw() : dx.raw()));
     if (low()) kernels::convert(wide_dx.raw(), DType::f32, dx.raw(), type_, dx.numel(), ctx_->stream());
   }
 

@@ -58,8 +58,7 @@ __global__ void pool_forward_kernel(const T* x, T* y, std::int32_t* argmax, Pool
 }
 
 template <typename T>
-__global__ void pool_backward_kernel(const T* dy, const std::int32_t* argmax, T* dx, PoolGeometry g,
-                                     PoolKind kind) {
+__global__ void pool_backward_kernel(const T* dy, const std::int32_t* argmax, T* dx, PoolGeometry g, PoolKind kind) {
   const std::int64_t per_plane = static_cast<std::int64_t>(g.height) * g.width;
   const std::int64_t out_per_plane = static_cast<std::int64_t>(g.out_height) * g.out_width;
   DPTRAIN_GRID_STRIDE(i, g.planes * per_plane) {
@@ -95,8 +94,8 @@ void pool_forward(const void* x, void* y, DType type, std::int32_t* argmax, cons
   if (n == 0) return;
   with_element_type(type, "pool_forward", [&](auto element) {
     using T = decltype(element);
-    pool_forward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                                 argmax, g, kind);
+    pool_forward_kernel<T>
+        <<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), argmax, g, kind);
   });
   DPTRAIN_CHECK_LAUNCH();
 }
@@ -107,8 +106,8 @@ void pool_backward(const void* dy, const std::int32_t* argmax, void* dx, DType t
   if (n == 0) return;
   with_element_type(type, "pool_backward", [&](auto element) {
     using T = decltype(element);
-    pool_backward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(dy), argmax,
-                                                                  static_cast<T*>(dx), g, kind);
+    pool_backward_kernel<T>
+        <<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(dy), argmax, static_cast<T*>(dx), g, kind);
   });
   DPTRAIN_CHECK_LAUNCH();
 }

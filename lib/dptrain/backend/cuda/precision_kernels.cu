@@ -13,8 +13,8 @@ __global__ void convert_kernel(const From* src, To* dst, std::int64_t n) {
 
 template <typename From, typename To>
 void launch_convert(const void* src, void* dst, std::int64_t n, cudaStream_t stream) {
-  convert_kernel<From, To><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const From*>(src),
-                                                                  static_cast<To*>(dst), n);
+  convert_kernel<From, To>
+      <<<grid_for(n), kThreads, 0, stream>>>(static_cast<const From*>(src), static_cast<To*>(dst), n);
   DPTRAIN_CHECK_LAUNCH();
 }
 
@@ -47,8 +47,8 @@ __global__ void normalise_bytes_kernel(const std::uint8_t* src, To* dst, std::in
 template <typename To>
 void launch_normalise(const std::uint8_t* src, void* dst, std::int64_t n, std::int64_t plane, int channels,
                       const ChannelNormalisation& norm, cudaStream_t stream) {
-  normalise_bytes_kernel<To><<<grid_for(n), kThreads, 0, stream>>>(src, static_cast<To*>(dst), n, plane, channels,
-                                                                    norm);
+  normalise_bytes_kernel<To>
+      <<<grid_for(n), kThreads, 0, stream>>>(src, static_cast<To*>(dst), n, plane, channels, norm);
   DPTRAIN_CHECK_LAUNCH();
 }
 

@@ -2,9 +2,9 @@
 // Kernels for mixed precision: element type conversion (and the input batch's normalisation from
 // bytes), and the loss scaler's unscale-and-check.
 // Plain C++ launchers (only the .cu needs nvcc); each queues on `stream` and checks the launch.
-#include <cstdint>
-
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 #include "dptrain/core/dtype.hpp"
 

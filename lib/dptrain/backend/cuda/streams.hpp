@@ -3,9 +3,9 @@
 // stream for the next batch's host-to-device transfer, a communication stream for gradient buckets,
 // events that order one after the other without the host waiting, and pinned host buffers (only a
 // copy from page-locked memory runs asynchronously with the host).
-#include <cstddef>
-
 #include <cuda_runtime.h>
+
+#include <cstddef>
 
 namespace dptrain::cuda {
 

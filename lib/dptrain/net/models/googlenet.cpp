@@ -1,9 +1,9 @@
 // GoogLeNet (Szegedy et al. 2014) as Caffe's bvlc_googlenet: convolutions with bias and ReLU, LRN after
 // the first and second convolutions, pooling with Caffe's ceil rounding, and two auxiliary classifiers
 // (loss weight 0.3, training only). Main path: 6,998,552 parameters.
+#include "dptrain/layers/lrn.hpp"
 #include "dptrain/net/blocks.hpp"
 #include "dptrain/net/models/registry.hpp"
-#include "dptrain/layers/lrn.hpp"
 
 namespace dptrain {
 namespace {

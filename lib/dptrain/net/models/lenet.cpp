@@ -1,8 +1,8 @@
 // LeNet as in Caffe's MNIST example: no batch norm, so N ranks with batch b compute exactly what one
 // rank with batch N*b computes (the distributed tests rely on it). 431,080 parameters on 28x28x1.
+#include "dptrain/layers/convolution.hpp"
 #include "dptrain/net/blocks.hpp"
 #include "dptrain/net/models/registry.hpp"
-#include "dptrain/layers/convolution.hpp"
 
 namespace dptrain {
 

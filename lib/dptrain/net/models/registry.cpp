@@ -7,8 +7,7 @@ namespace dptrain {
 const std::vector<ModelInfo>& model_zoo() {
   static const std::vector<ModelInfo> zoo = {
       {"lenet", "LeNet-5 as in Caffe's MNIST example (no batch norm)", 28, build_lenet},
-      {"inception-mini", "two small inception modules with batch norm, for 28-32 px images", 28,
-       build_inception_mini},
+      {"inception-mini", "two small inception modules with batch norm, for 28-32 px images", 28, build_inception_mini},
       {"alexnet", "AlexNet, single tower without LRN (as torchvision)", 224, build_alexnet},
       {"googlenet", "GoogLeNet (Szegedy et al. 2014) as Caffe's bvlc_googlenet, with LRN and two auxiliary heads", 224,
        build_googlenet},

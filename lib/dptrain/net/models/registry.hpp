@@ -16,7 +16,7 @@ struct ModelConfig {
   int classes = 1000;
   bool aux_heads = true;  // auxiliary classifiers (GoogLeNet, Inception-V3), trained with a small weight
   float label_smoothing = 0.f;
-  MemoryOptions memory;   // training or inference, planned or one buffer per tensor
+  MemoryOptions memory;  // training or inference, planned or one buffer per tensor
 };
 
 struct ModelInfo {

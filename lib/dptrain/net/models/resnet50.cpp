@@ -12,7 +12,8 @@ int bottleneck(NetBuilder& b, const std::string& n, int x, int width, int stride
   y = blocks::conv_bn_relu(b, n + "/conv2", y, width, Window2d::square(3, stride, 1));
   y = blocks::conv_bn(b, n + "/conv3", y, out, Window2d::square(1));
   int shortcut = x;
-  if (stride != 1 || b.shape(x)[1] != out) shortcut = blocks::conv_bn(b, n + "/downsample", x, out, Window2d::square(1, stride));
+  if (stride != 1 || b.shape(x)[1] != out)
+    shortcut = blocks::conv_bn(b, n + "/downsample", x, out, Window2d::square(1, stride));
   const int sum = b.add(std::make_unique<Add>(n + "/add"), {y, shortcut});
   return blocks::relu(b, n + "/relu", sum);
 }
