@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Formats our C++ and CUDA sources with the repository's .clang-format (Google style, 120 columns).
-#   scripts/format.sh           rewrite every tracked .cpp/.hpp/.cu/.cuh in place (`make format`)
+#   scripts/format.sh           rewrite every .cpp/.hpp/.cu/.cuh of the tree in place (`make format`)
 #   scripts/format.sh --check   change nothing; list the files that differ and exit 1 (the CTest
 #                               test style_format and `make format-check`)
 # Formatting is pinned to clang-format 14 (Debian 12's): other versions break some lines differently.
@@ -17,9 +17,10 @@ if [[ -z $formatter ]]; then
   echo "scripts/format.sh: clang-format not found (scripts/install-deps.sh installs it)" >&2
   exit 2
 fi
-# The tracked sources of a git checkout; every source below the tree otherwise (a release tarball).
+# The sources of a git checkout (tracked, and new ones not ignored); every source below the tree
+# otherwise (a release tarball).
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  mapfile -t files < <(git ls-files -- '*.cpp' '*.hpp' '*.cu' '*.cuh')
+  mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.cpp' '*.hpp' '*.cu' '*.cuh')
 else
   mapfile -t files < <(find app lib tests -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' | sort)
 fi

@@ -66,4 +66,59 @@ data::Manifest write_tiny_dataset(const std::string& directory, const TinyDatase
   return m;
 }
 
+data::Manifest write_sharded_dataset(
+    const std::string& directory, const ShardedDataset& spec,
+    const std::function<void(const std::string&, const data::ShardHeader&)>& write_shard) {
+  data::Manifest m;
+  m.name = spec.name;
+  for (int k = 0; k < spec.classes; ++k) {
+    m.classes.push_back(data::ClassInfo{k, std::to_string(k), "class " + std::to_string(k)});
+  }
+  m.height = spec.height;
+  m.width = spec.width;
+  m.channels = spec.channels;
+  m.encoding = spec.encoding;
+  m.mean = spec.mean.empty() ? std::vector<double>(static_cast<std::size_t>(spec.channels), 0.0) : spec.mean;
+  m.stddev = spec.stddev.empty() ? std::vector<double>(static_cast<std::size_t>(spec.channels), 1.0) : spec.stddev;
+  data::SplitInfo split;
+  const int count = static_cast<int>(spec.sizes.size());
+  for (int s = 0; s < count; ++s) {
+    data::ShardHeader h;
+    h.split = "train";
+    h.shard_index = s;
+    h.shard_count = count;
+    h.first_sample = split.samples;
+    h.samples = spec.sizes[static_cast<std::size_t>(s)];
+    h.height = spec.height;
+    h.width = spec.width;
+    h.channels = spec.channels;
+    h.encoding = spec.encoding;
+    h.classes = spec.classes;
+    const std::string file = data::shard_file_name("train", s, count);
+    const std::string path = (std::filesystem::path(directory) / file).string();
+    write_shard(path, h);
+    split.shards.push_back(data::ShardInfo{file, h.samples, h.first_sample, data::file_checksum(path)});
+    split.samples += h.samples;
+  }
+  m.splits["train"] = split;
+  m.write(directory);
+  return m;
+}
+
+std::vector<std::vector<std::uint8_t>> batch_bytes(const data::Manifest& manifest, const std::string& directory,
+                                                   const data::LoaderConfig& config, std::string* read_path) {
+  data::Loader loader(manifest, directory, config);
+  std::vector<std::vector<std::uint8_t>> out;
+  for (std::int64_t s = 0; s < 2 * loader.steps_per_epoch() + 1; ++s) {
+    const data::Batch b = loader.next();
+    const auto* images = static_cast<const std::uint8_t*>(b.images.raw());
+    const auto* labels = static_cast<const std::uint8_t*>(b.labels.raw());
+    std::vector<std::uint8_t> bytes(images, images + b.images.bytes());
+    bytes.insert(bytes.end(), labels, labels + b.labels.bytes());
+    out.push_back(std::move(bytes));
+  }
+  if (read_path) *read_path = loader.read_path();
+  return out;
+}
+
 }  // namespace dptrain::testing

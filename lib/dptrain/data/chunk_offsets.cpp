@@ -42,22 +42,56 @@ int on_chunk(const hsize_t* offset, unsigned filter_mask, haddr_t address, hsize
   }
   return 1;  // stop: H5_ITER_STOP
 }
-}  // namespace
 
-ChunkOffsets find_chunk_offsets(hid_t file, hid_t dataset, std::int64_t samples, std::uint64_t sample_bytes,
-                                std::uint64_t file_size) {
+// Why `dataset` in `file` cannot be read with pread at HDF5's addresses ("" when it can, as far as
+// the element type and the file go): the elements must be bytes, and addresses are relative to the
+// base address, which a user block moves.
+std::string byte_dataset_problem(hid_t file, hid_t dataset, const char* what) {
   {
     h5::Handle type(DPTRAIN_H5_CHECK(H5Dget_type(dataset)), H5Tclose);
     if (DPTRAIN_H5_CHECK(H5Tget_class(type.id())) != H5T_INTEGER || H5Tget_size(type.id()) != 1) {
-      return fallback("the pixels are not stored as bytes");
+      return detail::concat("the ", what, " are not stored as bytes");
     }
   }
-  {
-    // Chunk addresses are relative to the base address, which a user block moves.
-    h5::Handle create(DPTRAIN_H5_CHECK(H5Fget_create_plist(file)), H5Pclose);
-    hsize_t user_block = 0;
-    DPTRAIN_H5_CHECK(H5Pget_userblock(create.id(), &user_block));
-    if (user_block != 0) return fallback("the file has a user block");
+  h5::Handle create(DPTRAIN_H5_CHECK(H5Fget_create_plist(file)), H5Pclose);
+  hsize_t user_block = 0;
+  DPTRAIN_H5_CHECK(H5Pget_userblock(create.id(), &user_block));
+  if (user_block != 0) return "the file has a user block";
+  return {};
+}
+}  // namespace
+
+ChunkOffsets find_contiguous_offsets(hid_t file, hid_t dataset, const std::vector<std::uint64_t>& starts,
+                                     std::uint64_t file_size) {
+  if (std::string problem = byte_dataset_problem(file, dataset, "JPEG bytes"); !problem.empty()) {
+    return fallback(std::move(problem));
+  }
+  h5::Handle create(DPTRAIN_H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
+  if (DPTRAIN_H5_CHECK(H5Pget_layout(create.id())) != H5D_CONTIGUOUS) {
+    return fallback("the JPEG bytes are chunked (or compact)");
+  }
+  if (DPTRAIN_H5_CHECK(H5Pget_external_count(create.id())) != 0) {
+    return fallback("the JPEG bytes are stored in external files");
+  }
+  const std::uint64_t total = starts.empty() ? 0 : starts.back();
+  if (total == 0) return fallback("the shard holds no JPEG bytes");
+  const haddr_t base = H5Dget_offset(dataset);
+  if (base == HADDR_UNDEF) return fallback("the JPEG bytes are not allocated");
+  if (base > file_size || total > file_size - base) {
+    return fallback(detail::concat("the JPEG bytes at byte ", base, " (", total,
+                                   " bytes) lie beyond the end of the file (", file_size,
+                                   " bytes): the shard is truncated or corrupt"));
+  }
+  ChunkOffsets result;
+  result.offsets.reserve(starts.size() - 1);
+  for (std::size_t i = 0; i + 1 < starts.size(); ++i) result.offsets.push_back(base + starts[i]);
+  return result;
+}
+
+ChunkOffsets find_chunk_offsets(hid_t file, hid_t dataset, std::int64_t samples, std::uint64_t sample_bytes,
+                                std::uint64_t file_size) {
+  if (std::string problem = byte_dataset_problem(file, dataset, "pixels"); !problem.empty()) {
+    return fallback(std::move(problem));
   }
   h5::Handle create(DPTRAIN_H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
   if (DPTRAIN_H5_CHECK(H5Pget_layout(create.id())) != H5D_CHUNKED) return fallback("the images are not chunked");

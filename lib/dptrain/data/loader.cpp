@@ -220,9 +220,9 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, void* image, std::
                                               shard_firsts_.begin() - 1);
   const std::int64_t local = sample - split_.shards[shard].first_sample;
   const bool raw = encoding_ == "raw";
-  // Per thread, so a sample costs no allocation on the raw path.
+  // Per thread, so a sample costs no allocation once the buffers have grown.
   thread_local std::vector<std::uint8_t> pixels;
-  std::vector<std::uint8_t> encoded;
+  thread_local std::vector<std::uint8_t> encoded;
   if (raw) {
     pixels.resize(static_cast<std::size_t>(height_) * static_cast<std::size_t>(width_) *
                   static_cast<std::size_t>(channels_));
@@ -234,12 +234,12 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, void* image, std::
     reader = open_shard(shard);
     *label = reader->labels()[static_cast<std::size_t>(local)];
     try {
-      if (raw && reader->reads_directly()) {
+      if (reader->reads_directly()) {
         direct = reader->direct_read(local);  // read below, without the lock
       } else if (raw) {
         reader->read_image(local, pixels.data());  // H5Dread: only under the lock
       } else {
-        encoded = reader->read_jpeg(local);
+        reader->read_jpeg(local, encoded);
       }
     } catch (const Error& e) {
       rethrow_naming(reader->path(), detail::concat("reading sample ", local), e);
@@ -249,7 +249,8 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, void* image, std::
   const std::string& path = reader->path();
   if (direct.file) {
     try {
-      direct.read(pixels.data());
+      if (!raw) encoded.resize(direct.bytes);  // at most max_jpeg_bytes(): checked when the shard opened
+      direct.read(raw ? pixels.data() : encoded.data());
     } catch (const Error& e) {
       rethrow_naming(path, detail::concat("reading sample ", local), e);
     }

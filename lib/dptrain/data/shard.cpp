@@ -10,9 +10,9 @@
 
 namespace dptrain::data {
 namespace {
-void write_header(hid_t file, const ShardHeader& h) {
+void write_header(hid_t file, const ShardHeader& h, int version) {
   h5::write_attribute(file, "format", kShardFormat);
-  h5::write_attribute(file, "version", std::int64_t{kShardVersion});
+  h5::write_attribute(file, "version", std::int64_t{version});
   h5::write_record_attributes(file, h);
 }
 
@@ -27,11 +27,12 @@ void write_labels(hid_t file, const ShardHeader& h, const std::int32_t* labels) 
 
 // Writes through a temporary name; `body` fills the open file.
 template <typename Body>
-void write_atomically(const std::string& path, const ShardHeader& h, const std::int32_t* labels, Body&& body) {
+void write_atomically(const std::string& path, const ShardHeader& h, const std::int32_t* labels, Body&& body,
+                      int version = kShardVersion) {
   const std::string temporary = path + ".tmp";
   {
     h5::Handle file = h5::create_file(temporary);
-    write_header(file.id(), h);
+    write_header(file.id(), h, version);
     write_labels(file.id(), h, labels);
     body(file.id());
     DPTRAIN_H5_CHECK(H5Fflush(file.id(), H5F_SCOPE_GLOBAL));
@@ -62,24 +63,84 @@ void write_raw_shard(const std::string& path, const ShardHeader& h, const std::u
   });
 }
 
+namespace {
+// Version 1's JPEG layout: one variable-length row per image.
+void write_jpeg_vlen(hid_t file, const std::vector<std::vector<std::uint8_t>>& jpegs) {
+  const hsize_t dims[1] = {static_cast<hsize_t>(jpegs.size())};
+  h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  h5::Handle type(DPTRAIN_H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
+  h5::Handle set(
+      DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+      H5Dclose);
+  std::vector<hvl_t> rows(jpegs.size());
+  for (std::size_t i = 0; i < jpegs.size(); ++i) {
+    rows[i].len = jpegs[i].size();
+    rows[i].p = const_cast<std::uint8_t*>(jpegs[i].data());
+  }
+  DPTRAIN_H5_CHECK(H5Dwrite(set.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
+}
+
+// Version 2's: the bytes back to back in one contiguous dataset (so that a sample is one pread at a
+// known offset, no HDF5 call), and where each image starts.
+void write_jpeg_packed(hid_t file, const std::vector<std::vector<std::uint8_t>>& jpegs, const JpegShardLayout& layout) {
+  std::vector<std::uint64_t> starts{0};
+  for (const auto& jpeg : jpegs) starts.push_back(starts.back() + jpeg.size());
+  std::vector<std::uint8_t> packed;
+  packed.reserve(static_cast<std::size_t>(starts.back()));
+  for (const auto& jpeg : jpegs) packed.insert(packed.end(), jpeg.begin(), jpeg.end());
+  {
+    const hsize_t dims[1] = {static_cast<hsize_t>(packed.size())};
+    h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+    h5::Handle create(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+    if (layout.chunk_bytes > 0) {
+      const hsize_t chunk[1] = {
+          std::min<hsize_t>(static_cast<hsize_t>(layout.chunk_bytes), std::max<hsize_t>(dims[0], 1))};
+      DPTRAIN_H5_CHECK(H5Pset_chunk(create.id(), 1, chunk));
+      if (layout.gzip_level > 0)
+        DPTRAIN_H5_CHECK(H5Pset_deflate(create.id(), static_cast<unsigned>(layout.gzip_level)));
+    } else {
+      // Allocated at creation: an empty shard still has a (zero-byte) place, and nothing is left to
+      // allocate lazily.
+      DPTRAIN_H5_CHECK(H5Pset_layout(create.id(), H5D_CONTIGUOUS));
+      DPTRAIN_H5_CHECK(H5Pset_alloc_time(create.id(), H5D_ALLOC_TIME_EARLY));
+    }
+    h5::Handle set(DPTRAIN_H5_CHECK(
+                       H5Dcreate2(file, "jpeg_bytes", H5T_STD_U8LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)),
+                   H5Dclose);
+    if (!packed.empty()) {
+      DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, packed.data()));
+    }
+  }
+  const hsize_t dims[1] = {static_cast<hsize_t>(starts.size())};
+  h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg_offsets", H5T_STD_U64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT,
+                                             H5P_DEFAULT)),
+                 H5Dclose);
+  DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, starts.data()));
+}
+}  // namespace
+
+std::uint64_t max_jpeg_bytes(const ShardHeader& h) {
+  return 8 * static_cast<std::uint64_t>(std::max<std::int64_t>(h.height, 0)) *
+             static_cast<std::uint64_t>(std::max<std::int64_t>(h.width, 0)) *
+             static_cast<std::uint64_t>(std::max<std::int64_t>(h.channels, 0)) +
+         (64u << 10);
+}
+
 void write_jpeg_shard(const std::string& path, const ShardHeader& h,
-                      const std::vector<std::vector<std::uint8_t>>& jpegs, const std::int32_t* labels) {
+                      const std::vector<std::vector<std::uint8_t>>& jpegs, const std::int32_t* labels,
+                      const JpegShardLayout& layout) {
   DPTRAIN_CHECK(static_cast<std::int64_t>(jpegs.size()) == h.samples, path, ": ", jpegs.size(),
                 " encoded images for a shard of ", h.samples, " samples");
-  write_atomically(path, h, labels, [&](hid_t file) {
-    const hsize_t dims[1] = {static_cast<hsize_t>(h.samples)};
-    h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-    h5::Handle type(DPTRAIN_H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
-    h5::Handle set(
-        DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
-        H5Dclose);
-    std::vector<hvl_t> rows(jpegs.size());
-    for (std::size_t i = 0; i < jpegs.size(); ++i) {
-      rows[i].len = jpegs[i].size();
-      rows[i].p = const_cast<std::uint8_t*>(jpegs[i].data());
-    }
-    DPTRAIN_H5_CHECK(H5Dwrite(set.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()));
-  });
+  DPTRAIN_CHECK(layout.chunk_bytes >= 0 && layout.gzip_level >= 0 && layout.gzip_level <= 9 &&
+                    (layout.gzip_level == 0 || layout.chunk_bytes > 0),
+                path, ": a JPEG shard's chunk size must not be negative, and gzip (0-9) needs chunks");
+  if (layout.vlen) {
+    write_atomically(
+        path, h, labels, [&](hid_t file) { write_jpeg_vlen(file, jpegs); }, 1);
+  } else {
+    write_atomically(path, h, labels, [&](hid_t file) { write_jpeg_packed(file, jpegs, layout); });
+  }
 }
 
 ShardHeader expected_shard_header(const Manifest& m, const std::string& split, std::size_t shard) {
@@ -105,8 +166,8 @@ ShardHeader read_shard_header(const std::string& path) {
   const std::string format = h5::read_string_attribute(f, "format", path);
   DPTRAIN_CHECK(format == kShardFormat, path, ": format is '", format, "', not a dptrain shard");
   const std::int64_t version = h5::read_int_attribute(f, "version", path);
-  DPTRAIN_CHECK(version == kShardVersion, path, ": shard format version ", version,
-                " is not supported (this dptrain reads ", kShardVersion, ")");
+  DPTRAIN_CHECK(version >= kOldestShardVersion && version <= kShardVersion, path, ": shard format version ", version,
+                " is not supported (this dptrain reads ", kOldestShardVersion, " to ", kShardVersion, ")");
   ShardHeader h;
   h5::read_record_attributes(f, h, path);
   return h;
@@ -148,24 +209,32 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
                     ", outside the ", h.classes, " classes");
     }
   }
-  const bool raw = h.encoding == "raw";
+  if (h.encoding != "raw") {
+    open_jpeg(h5::read_int_attribute(file_h5_.id(), "version", path));
+    return;
+  }
   h5::Handle access(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_ACCESS)), H5Pclose);
   // A chunk cache of about one batch of images: every image is one chunk, read once per epoch.
   DPTRAIN_H5_CHECK(H5Pset_chunk_cache(access.id(), 521, cache_bytes, 1.0));
-  const char* name = raw ? "images" : "jpeg";
-  DPTRAIN_CHECK(H5Lexists(file_h5_.id(), name, H5P_DEFAULT) > 0, path, ": has no dataset '", name, "'");
-  data_ = h5::Handle(DPTRAIN_H5_CHECK(H5Dopen2(file_h5_.id(), name, access.id())), H5Dclose);
+  DPTRAIN_CHECK(H5Lexists(file_h5_.id(), "images", H5P_DEFAULT) > 0, path, ": has no dataset 'images'");
+  data_ = h5::Handle(DPTRAIN_H5_CHECK(H5Dopen2(file_h5_.id(), "images", access.id())), H5Dclose);
   const auto dims = h5::dataset_dims(data_.id());
-  if (raw) {
-    DPTRAIN_CHECK(dims.size() == 4 && static_cast<std::int64_t>(dims[0]) == h.samples &&
-                      static_cast<std::int64_t>(dims[1]) == h.height && static_cast<std::int64_t>(dims[2]) == h.width &&
-                      static_cast<std::int64_t>(dims[3]) == h.channels,
-                  path, ": 'images' is not ", h.samples, "x", h.height, "x", h.width, "x", h.channels);
-    open_direct_path();
-  } else {
+  DPTRAIN_CHECK(dims.size() == 4 && static_cast<std::int64_t>(dims[0]) == h.samples &&
+                    static_cast<std::int64_t>(dims[1]) == h.height && static_cast<std::int64_t>(dims[2]) == h.width &&
+                    static_cast<std::int64_t>(dims[3]) == h.channels,
+                path, ": 'images' is not ", h.samples, "x", h.height, "x", h.width, "x", h.channels);
+  open_direct_path();
+}
+
+void ShardReader::open_jpeg(std::int64_t version) {
+  const ShardHeader& h = header_;
+  const std::string& path = path_;
+  if (version < 2) {
+    data_ = h5::open_dataset(file_h5_.id(), "jpeg", path);
+    const auto dims = h5::dataset_dims(data_.id());
     DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples, path, ": 'jpeg' does not hold ",
                   h.samples, " images");
-    read_path_ = "HDF5 (H5Dread under the lock): JPEG bytes are variable-length";
+    read_path_ = "HDF5 (H5Dread under the lock): JPEG bytes are variable-length (shard format version 1)";
     // One element (an hvl_t) at a time is converted; the default 1 MB buffer, calloc'ed for every
     // H5Dread, cost a sixth of a JPEG sample's time.
     transfer_ = h5::Handle(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_XFER)), H5Pclose);
@@ -174,7 +243,35 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
     jpeg_type_ = h5::Handle(DPTRAIN_H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
     jpeg_memory_ = h5::Handle(DPTRAIN_H5_CHECK(H5Screate_simple(1, one, nullptr)), H5Sclose);
     jpeg_file_space_ = h5::Handle(DPTRAIN_H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
+    return;
   }
+  // Version 2: where each image starts, checked whole before any sample is read or allocated for.
+  {
+    h5::Handle starts = h5::open_dataset(file_h5_.id(), "jpeg_offsets", path);
+    const auto dims = h5::dataset_dims(starts.id());
+    DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples + 1, path,
+                  ": 'jpeg_offsets' does not hold the ", h.samples + 1, " offsets of ", h.samples, " images");
+    h5::Handle type(DPTRAIN_H5_CHECK(H5Dget_type(starts.id())), H5Tclose);
+    DPTRAIN_CHECK(DPTRAIN_H5_CHECK(H5Tget_class(type.id())) == H5T_INTEGER && H5Tget_size(type.id()) == 8 &&
+                      H5Tget_sign(type.id()) == H5T_SGN_NONE,
+                  path, ": 'jpeg_offsets' is not stored as unsigned 64-bit integers");
+    jpeg_starts_.resize(static_cast<std::size_t>(h.samples + 1));
+    DPTRAIN_H5_CHECK(H5Dread(starts.id(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, jpeg_starts_.data()));
+  }
+  data_ = h5::open_dataset(file_h5_.id(), "jpeg_bytes", path);
+  const auto dims = h5::dataset_dims(data_.id());
+  DPTRAIN_CHECK(dims.size() == 1, path, ": 'jpeg_bytes' is not one-dimensional");
+  DPTRAIN_CHECK(jpeg_starts_.front() == 0 && jpeg_starts_.back() == dims[0], path, ": 'jpeg_offsets' spans bytes ",
+                jpeg_starts_.front(), " to ", jpeg_starts_.back(), " of the ", dims[0], " in 'jpeg_bytes'");
+  const std::uint64_t cap = max_jpeg_bytes(h);
+  for (std::size_t i = 0; i + 1 < jpeg_starts_.size(); ++i) {
+    DPTRAIN_CHECK(jpeg_starts_[i + 1] > jpeg_starts_[i], path, ": sample ", i, "'s JPEG entry is empty",
+                  jpeg_starts_[i + 1] < jpeg_starts_[i] ? " (its offsets run backwards)" : "");
+    DPTRAIN_CHECK(jpeg_starts_[i + 1] - jpeg_starts_[i] <= cap, path, ": sample ", i, "'s JPEG entry has ",
+                  jpeg_starts_[i + 1] - jpeg_starts_[i], " bytes, more than the ", cap, " a ", h.height, "x", h.width,
+                  "x", h.channels, " image may have");
+  }
+  open_direct_path();
 }
 
 ShardReader::~ShardReader() = default;
@@ -184,17 +281,30 @@ std::uint64_t ShardReader::sample_bytes() const {
          static_cast<std::uint64_t>(header_.channels);
 }
 
+std::uint64_t ShardReader::bytes_of(std::int64_t i) const {
+  if (header_.encoding == "raw") return sample_bytes();
+  const auto k = static_cast<std::size_t>(i);
+  return jpeg_starts_[k + 1] - jpeg_starts_[k];
+}
+
 void ShardReader::open_direct_path() {
-  const std::uint64_t bytes = sample_bytes();
+  const bool raw = header_.encoding == "raw";
   auto file = std::make_shared<SampleFile>(path_);
-  ChunkOffsets found = find_chunk_offsets(file_h5_.id(), data_.id(), header_.samples, bytes, file->size());
-  if (found.direct()) {
-    // One sample read both ways: chunk addresses that HDF5 reports relative to something else than
-    // the file's first byte would show here, before any training reads a wrong pixel.
+  ChunkOffsets found =
+      raw ? find_chunk_offsets(file_h5_.id(), data_.id(), header_.samples, sample_bytes(), file->size())
+          : find_contiguous_offsets(file_h5_.id(), data_.id(), jpeg_starts_, file->size());
+  if (found.direct() && header_.samples > 0) {
+    // One sample read both ways: addresses that HDF5 reports relative to something else than the
+    // file's first byte would show here, before any training reads a wrong pixel.
+    const std::uint64_t bytes = bytes_of(0);
     std::vector<std::uint8_t> through_hdf5(bytes), direct(bytes);
-    read_image_hdf5(0, through_hdf5.data());
+    if (raw) {
+      read_image_hdf5(0, through_hdf5.data());
+    } else {
+      read_jpeg_hdf5(0, through_hdf5);
+    }
     file->read(found.offsets[0], bytes, direct.data(), "sample 0");
-    if (through_hdf5 != direct) found = ChunkOffsets{{}, "chunk offsets do not give HDF5's bytes"};
+    if (through_hdf5 != direct) found = ChunkOffsets{{}, "the offsets found do not give HDF5's bytes"};
   }
   if (!found.direct()) {
     read_path_ = "HDF5 (H5Dread under the lock): " + found.fallback_reason;
@@ -203,7 +313,7 @@ void ShardReader::open_direct_path() {
   offsets_ = std::move(found.offsets);
   file_size_ = file->size();
   file_ = std::move(file);
-  read_path_ = kDirectReadPath;
+  read_path_ = raw ? kDirectReadPath : kDirectJpegReadPath;
   // HDF5 is done with: no HDF5 id stays open for this shard, however many shards a run touches.
   data_.close();
   file_h5_.close();
@@ -220,7 +330,7 @@ DirectRead ShardReader::direct_read(std::int64_t i) {
                   " bytes when opened, now ", file->size(), ")");
     file_ = std::move(file);
   }
-  return DirectRead{file_, offsets_[static_cast<std::size_t>(i)], sample_bytes()};
+  return DirectRead{file_, offsets_[static_cast<std::size_t>(i)], bytes_of(i)};
 }
 
 void ShardReader::close_file() {
@@ -249,22 +359,47 @@ void ShardReader::read_image_hdf5(std::int64_t i, std::uint8_t* out) const {
 }
 
 std::vector<std::uint8_t> ShardReader::read_jpeg(std::int64_t i) const {
+  std::vector<std::uint8_t> bytes;
+  read_jpeg(i, bytes);
+  return bytes;
+}
+
+void ShardReader::read_jpeg(std::int64_t i, std::vector<std::uint8_t>& out) const {
   DPTRAIN_CHECK(header_.encoding == "jpeg", path_, ": read_jpeg on a raw shard");
   DPTRAIN_CHECK(i >= 0 && i < header_.samples, path_, ": sample ", i, " is outside the shard");
+  if (reads_directly()) {
+    const std::shared_ptr<const SampleFile> file = file_ ? file_ : std::make_shared<const SampleFile>(path_);
+    out.resize(bytes_of(i));
+    DirectRead{file, offsets_[static_cast<std::size_t>(i)], bytes_of(i)}.read(out.data());
+    return;
+  }
+  read_jpeg_hdf5(i, out);
+}
+
+void ShardReader::read_jpeg_hdf5(std::int64_t i, std::vector<std::uint8_t>& out) const {
+  if (!jpeg_starts_.empty()) {  // version 2, not readable directly (chunked or filtered)
+    const auto k = static_cast<std::size_t>(i);
+    const hsize_t start[1] = {jpeg_starts_[k]}, count[1] = {jpeg_starts_[k + 1] - jpeg_starts_[k]};
+    out.resize(static_cast<std::size_t>(count[0]));
+    h5::Handle file_space(DPTRAIN_H5_CHECK(H5Dget_space(data_.id())), H5Sclose);
+    DPTRAIN_H5_CHECK(H5Sselect_hyperslab(file_space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
+    h5::Handle memory(DPTRAIN_H5_CHECK(H5Screate_simple(1, count, nullptr)), H5Sclose);
+    DPTRAIN_H5_CHECK(H5Dread(data_.id(), H5T_NATIVE_UINT8, memory.id(), file_space.id(), H5P_DEFAULT, out.data()));
+    return;
+  }
   const hsize_t start[1] = {static_cast<hsize_t>(i)}, count[1] = {1};
   DPTRAIN_H5_CHECK(H5Sselect_hyperslab(jpeg_file_space_.id(), H5S_SELECT_SET, start, nullptr, count, nullptr));
   hvl_t row{};
   DPTRAIN_H5_CHECK(
       H5Dread(data_.id(), jpeg_type_.id(), jpeg_memory_.id(), jpeg_file_space_.id(), transfer_.id(), &row));
-  std::vector<std::uint8_t> bytes;
   try {
-    bytes.assign(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);
+    DPTRAIN_CHECK(row.len > 0, path_, ": sample ", i, "'s JPEG entry is empty");
+    out.assign(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);
   } catch (...) {
     H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row);  // already failing: only free
     throw;
   }
   DPTRAIN_H5_CHECK(H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row));
-  return bytes;
 }
 
 }  // namespace dptrain::data

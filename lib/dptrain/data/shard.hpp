@@ -1,7 +1,10 @@
 #pragma once
-// One HDF5 shard: `images` (uint8 N x H x W x C, one chunk per image) or `jpeg` (variable-length
-// bytes), `labels` (int32 N), and root attributes that repeat the geometry, the split, the shard's
-// index and its first global sample, so a shard describes itself. Documented in datasets/README.md.
+// One HDF5 shard: `images` (uint8 N x H x W x C, one chunk per image) or, for JPEG, `jpeg_bytes`
+// (every image's bytes back to back, contiguous) with `jpeg_offsets` (uint64 N+1: image i is bytes
+// [offsets[i], offsets[i+1])); `labels` (int32 N), and root attributes that repeat the geometry, the
+// split, the shard's index and its first global sample, so a shard describes itself. Version 1
+// shards stored JPEG as one variable-length `jpeg` dataset; they are still read. Documented in
+// datasets/README.md.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,7 +17,8 @@
 namespace dptrain::data {
 
 inline constexpr const char* kShardFormat = "dptrain-shard";
-inline constexpr int kShardVersion = 1;
+inline constexpr int kShardVersion = 2;        // what we write
+inline constexpr int kOldestShardVersion = 1;  // what we still read (version 1: vlen JPEG)
 
 struct ShardHeader {
   std::string split;
@@ -52,8 +56,22 @@ struct RawShardLayout {
 // half-written shard under the final name). Raw: `pixels` holds samples*H*W*C bytes.
 void write_raw_shard(const std::string& path, const ShardHeader& header, const std::uint8_t* pixels,
                      const std::int32_t* labels, const RawShardLayout& layout = {});
+// How a JPEG shard stores its bytes. The converter's layout (packed, contiguous) is the one the loader
+// reads with pread, outside the HDF5 lock; the others exist so that tests cover the fallbacks.
+struct JpegShardLayout {
+  bool vlen = false;    // version 1's layout: one variable-length `jpeg` dataset
+  int chunk_bytes = 0;  // packed: 0 = contiguous, else `jpeg_bytes` chunked (read through H5Dread)
+  int gzip_level = 0;   // packed and chunked: 0 = no filter
+};
+
 void write_jpeg_shard(const std::string& path, const ShardHeader& header,
-                      const std::vector<std::vector<std::uint8_t>>& jpegs, const std::int32_t* labels);
+                      const std::vector<std::vector<std::uint8_t>>& jpegs, const std::int32_t* labels,
+                      const JpegShardLayout& layout = {});
+
+// The most bytes one JPEG entry of an H x W x C image may have: 8 x H x W x C + 64 KiB (a JPEG of a
+// noisy image at quality 100 is about 1.5 x its pixels; metadata adds kilobytes). A larger entry is
+// refused before anything is allocated for it.
+std::uint64_t max_jpeg_bytes(const ShardHeader& header);
 
 class SampleFile;
 
@@ -67,12 +85,11 @@ struct DirectRead {
 // Reads one shard after checking every attribute and size against what the manifest says, before
 // allocating anything; a mismatch is an Error naming the file and the field.
 //
-// Raw shards in the converter's layout are read with pread at chunk offsets found when the shard is
-// opened (reads_directly()): the constructor then closes the shard's HDF5 ids, and keeps only the
-// offsets, the labels and a descriptor (which close_file() gives back and direct_read() reopens).
-// Every other layout, and JPEG shards, read through H5Dread. Every member function but
-// DirectRead::read needs the caller to hold h5::global_mutex() when other threads use HDF5 or the
-// reader.
+// Shards in the converter's layouts (raw: one image per unfiltered chunk; JPEG: packed, contiguous)
+// are read with pread at offsets found when the shard is opened (reads_directly()): the constructor
+// then closes the shard's HDF5 ids, and keeps only the offsets, the labels and a descriptor (which
+// close_file() gives back and direct_read() reopens). Every other layout reads through H5Dread. Every member function
+// but DirectRead::read needs the caller to hold h5::global_mutex() when other threads use HDF5 or the reader.
 class ShardReader {
  public:
   ShardReader(const std::string& path, const ShardHeader& expected, std::size_t cache_bytes = 8 << 20);
@@ -80,8 +97,8 @@ class ShardReader {
   const ShardHeader& header() const { return header_; }
   const std::vector<std::int32_t>& labels() const { return labels_; }
   bool reads_directly() const { return !offsets_.empty(); }
-  // How samples are read, for logs and `data verify`: "pread at chunk offsets" or "HDF5 (H5Dread
-  // under the lock): <why>".
+  // How samples are read, for logs and `data verify`: kDirectReadPath, kDirectJpegReadPath or
+  // "HDF5 (H5Dread under the lock): <why>".
   const std::string& read_path() const { return read_path_; }
   // Sample i (0-based within the shard) as H*W*C bytes (raw shards).
   void read_image(std::int64_t i, std::uint8_t* out) const;
@@ -93,12 +110,17 @@ class ShardReader {
   bool file_open() const { return file_ != nullptr || data_.id() >= 0; }
   // Sample i's encoded bytes (jpeg shards).
   std::vector<std::uint8_t> read_jpeg(std::int64_t i) const;
+  // The same into `out` (resized; its capacity reused): no allocation once it is large enough.
+  void read_jpeg(std::int64_t i, std::vector<std::uint8_t>& out) const;
   const std::string& path() const { return path_; }
 
  private:
   void read_image_hdf5(std::int64_t i, std::uint8_t* out) const;
+  void read_jpeg_hdf5(std::int64_t i, std::vector<std::uint8_t>& out) const;
+  void open_jpeg(std::int64_t version);
   void open_direct_path();
   std::uint64_t sample_bytes() const;
+  std::uint64_t bytes_of(std::int64_t i) const;  // sample i's stored bytes
 
   std::string path_;
   ShardHeader header_;
@@ -108,12 +130,14 @@ class ShardReader {
   h5::Handle transfer_, jpeg_type_, jpeg_memory_, jpeg_file_space_;
   std::vector<std::int32_t> labels_;
   std::vector<std::uint64_t> offsets_;      // per sample, where its bytes start (direct readers)
+  std::vector<std::uint64_t> jpeg_starts_;  // packed JPEG: N+1 offsets into `jpeg_bytes`
   std::uint64_t file_size_ = 0;             // of the file the offsets were checked against
   std::shared_ptr<const SampleFile> file_;  // direct readers: open descriptor, or null
   std::string read_path_;
 };
 
 inline constexpr const char* kDirectReadPath = "pread at chunk offsets";
+inline constexpr const char* kDirectJpegReadPath = "pread of the packed JPEG bytes";
 
 // The header the manifest promises for shard `shard` of split `split` (what ShardReader checks).
 ShardHeader expected_shard_header(const Manifest& manifest, const std::string& split, std::size_t shard);

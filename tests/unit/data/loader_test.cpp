@@ -18,6 +18,8 @@
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/sampler.hpp"
 #include "dptrain/data/shard.hpp"
+#include "support/error_testing.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace dptrain;
 using namespace dptrain::data;
@@ -28,19 +30,8 @@ namespace {
 constexpr int kClasses = 3;
 
 // A fresh directory per test, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("dptrain_loader_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;  // best effort: a leftover temporary directory is not a test failure
-    fs::remove_all(path, ignored);
-  }
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("dptrain_loader_test") {}
 };
 
 // The stored pixels: every (sample, row, column, channel) of an 8x8 image has its own value, so a
@@ -173,16 +164,7 @@ LoaderConfig training_config(int batch, int crop, int pad, std::uint64_t seed) {
   return c;
 }
 
-// Runs `f` and returns the message of the dptrain::Error it throws ("" when it throws nothing).
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing::error_of;
 }  // namespace
 
 TEST_CASE("augmentation crops, flips, pads and normalises as drawn", "[data][augment]") {

@@ -12,6 +12,8 @@
 #include "dptrain/data/loader.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/shard.hpp"
+#include "support/dataset_testing.hpp"
+#include "support/temp_dir.hpp"
 
 using namespace dptrain;
 using namespace dptrain::data;
@@ -21,19 +23,9 @@ using Catch::Matchers::Contains;
 namespace {
 constexpr int kClasses = 4, kSide = 12, kChannels = 3;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("dptrain_read_path_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
+// A fresh directory per test, removed at the end.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("dptrain_read_path_test") {}
 };
 
 std::uint8_t pixel(std::int64_t sample, int y, int x, int c) {
@@ -43,28 +35,15 @@ std::uint8_t pixel(std::int64_t sample, int y, int x, int c) {
 // Four shards of 7, 5, 9 and 6 samples of 12x12x3, raw, written with `layout`; a mean and std that
 // are not 0 and 1, so normalisation is exercised.
 Manifest write_dataset(const fs::path& dir, const RawShardLayout& layout) {
-  const std::vector<std::int64_t> sizes = {7, 5, 9, 6};
-  Manifest m;
-  m.name = "read-path-test";
-  for (int k = 0; k < kClasses; ++k) m.classes.push_back(ClassInfo{k, std::to_string(k), "class " + std::to_string(k)});
-  m.height = m.width = kSide;
-  m.channels = kChannels;
-  m.encoding = "raw";
-  m.mean = {100.5, 120.25, 90.0};
-  m.stddev = {60.0, 61.5, 59.25};
-  SplitInfo split;
-  const int count = static_cast<int>(sizes.size());
-  for (int s = 0; s < count; ++s) {
-    ShardHeader h;
-    h.split = "train";
-    h.shard_index = s;
-    h.shard_count = count;
-    h.first_sample = split.samples;
-    h.samples = sizes[static_cast<std::size_t>(s)];
-    h.height = h.width = kSide;
-    h.channels = kChannels;
-    h.encoding = "raw";
-    h.classes = kClasses;
+  testing::ShardedDataset spec;
+  spec.name = "read-path-test";
+  spec.height = spec.width = kSide;
+  spec.channels = kChannels;
+  spec.classes = kClasses;
+  spec.mean = {100.5, 120.25, 90.0};
+  spec.stddev = {60.0, 61.5, 59.25};
+  spec.sizes = {7, 5, 9, 6};
+  return testing::write_sharded_dataset(dir.string(), spec, [&](const std::string& path, const ShardHeader& h) {
     std::vector<std::uint8_t> pixels;
     std::vector<std::int32_t> labels;
     for (std::int64_t i = 0; i < h.samples; ++i) {
@@ -74,15 +53,8 @@ Manifest write_dataset(const fs::path& dir, const RawShardLayout& layout) {
           for (int c = 0; c < kChannels; ++c) pixels.push_back(pixel(sample, y, x, c));
       labels.push_back(static_cast<std::int32_t>(sample % kClasses));
     }
-    const std::string file = shard_file_name("train", s, count);
-    const std::string path = (dir / file).string();
     write_raw_shard(path, h, pixels.data(), labels.data(), layout);
-    split.shards.push_back(ShardInfo{file, h.samples, h.first_sample, file_checksum(path)});
-    split.samples += h.samples;
-  }
-  m.splits["train"] = split;
-  m.write(dir.string());
-  return m;
+  });
 }
 
 ShardHeader expected_header(const Manifest& m, int shard) {
@@ -101,21 +73,9 @@ LoaderConfig training(int threads, int max_open_shards) {
   return c;
 }
 
-// Two epochs and a bit of training batches, as bytes.
 std::vector<std::vector<std::uint8_t>> batches_of(const Manifest& m, const fs::path& dir, const LoaderConfig& c,
                                                   std::string* read_path = nullptr) {
-  Loader loader(m, dir.string(), c);
-  std::vector<std::vector<std::uint8_t>> out;
-  for (std::int64_t s = 0; s < 2 * loader.steps_per_epoch() + 1; ++s) {
-    const Batch b = loader.next();
-    const auto* images = static_cast<const std::uint8_t*>(b.images.raw());
-    const auto* labels = static_cast<const std::uint8_t*>(b.labels.raw());
-    std::vector<std::uint8_t> bytes(images, images + b.images.bytes());
-    bytes.insert(bytes.end(), labels, labels + b.labels.bytes());
-    out.push_back(std::move(bytes));
-  }
-  if (read_path) *read_path = loader.read_path();
-  return out;
+  return testing::batch_bytes(m, dir.string(), c, read_path);
 }
 }  // namespace
 

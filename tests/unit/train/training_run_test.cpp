@@ -12,24 +12,15 @@
 #include "dptrain/net/net.hpp"
 #include "support/dataset_testing.hpp"
 #include "support/field_testing.hpp"
+#include "support/temp_dir.hpp"
 
 namespace dptrain {
 namespace {
 namespace fs = std::filesystem;
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path =
-        fs::temp_directory_path() / ("dptrain-run-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
+// A fresh directory per test, removed at the end.
+struct TempDir : testing::TempDir {
+  TempDir() : testing::TempDir("dptrain-run") {}
 };
 
 const fs::path& tiny_data() {
