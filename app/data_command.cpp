@@ -18,6 +18,7 @@ struct DataOptions {
   datasets::FashionMnistOptions fashion;
   datasets::SynthOptions synth;
   std::string verify_directory;
+  bool verify_quick = false;
 };
 
 int run_fashion_mnist(const DataOptions& o) {
@@ -37,8 +38,8 @@ int run_synth(const datasets::SynthOptions& o) {
   return 0;
 }
 
-int run_verify(const std::string& directory) {
-  const datasets::VerifyReport report = datasets::verify_dataset(directory);
+int run_verify(const std::string& directory, bool quick) {
+  const datasets::VerifyReport report = datasets::verify_dataset(directory, quick);
   std::cout << report.summary << "\n";
   for (const std::string& problem : report.problems) std::cerr << "dptrain: error: " << problem << "\n";
   if (!report.ok()) {
@@ -118,8 +119,10 @@ Command add_data_command(CLI::App& app) {
   auto* verify = data->add_subcommand(
       "verify",
       "Check a dataset directory: every shard exists, matches the manifest (header, sizes, labels in "
-      "range) and its checksum; exits non-zero naming each bad file");
+      "range) and its checksum, and decodes every JPEG entry; exits non-zero naming each bad file");
   verify->add_option("DIR", o->verify_directory, "The dataset directory (with manifest.json)")->required();
+  verify->add_flag("--quick", o->verify_quick,
+                   "Skip decoding the JPEG entries (checks headers, sizes and checksums only)");
 
   return [o, imagenet, fashion, synth, verify] {
     if (imagenet->parsed()) {
@@ -128,7 +131,7 @@ Command add_data_command(CLI::App& app) {
     }
     if (fashion->parsed()) return run_fashion_mnist(*o);
     if (synth->parsed()) return run_synth(o->synth);
-    if (verify->parsed()) return run_verify(o->verify_directory);
+    if (verify->parsed()) return run_verify(o->verify_directory, o->verify_quick);
     return 1;
   };
 }

@@ -5,12 +5,29 @@
 #include <sstream>
 
 #include "dptrain/core/error.hpp"
+#include "dptrain/data/jpeg_crop.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/shard.hpp"
 
 namespace dptrain::datasets {
+namespace {
+// Decodes every JPEG entry of `reader` whole, at full size, checking the header's geometry against the
+// manifest before decoding; the first bad entry is an Error naming the shard and the sample.
+void decode_every_entry(const data::ShardReader& reader, const data::Manifest& manifest) {
+  data::JpegCropDecoder decoder;
+  data::Image image;
+  std::vector<std::uint8_t> bytes;
+  const data::PixelWindow whole{0, 0, manifest.height, manifest.width};
+  for (std::int64_t i = 0; i < reader.header().samples; ++i) {
+    reader.read_jpeg(i, bytes);
+    const std::string what = detail::concat(reader.path(), " (sample ", i, ")");
+    decoder.decode(bytes.data(), bytes.size(), manifest.channels, data::JpegScale{}, whole, what, image,
+                   manifest.height, manifest.width);
+  }
+}
+}  // namespace
 
-VerifyReport verify_dataset(const std::string& directory) {
+VerifyReport verify_dataset(const std::string& directory, bool quick) {
   namespace fs = std::filesystem;
   const data::Manifest manifest = data::Manifest::read(directory);
   VerifyReport report;
@@ -32,6 +49,7 @@ VerifyReport verify_dataset(const std::string& directory) {
         // Validates every attribute and dataset size, and that each label is in [0, classes).
         const data::ShardReader reader(path, expected);
         ++read_paths[reader.read_path()];
+        if (manifest.encoding == "jpeg" && !quick) decode_every_entry(reader, manifest);
         const std::string checksum = data::file_checksum(path);
         DPTRAIN_CHECK(checksum == info.checksum, path, ": checksum ", checksum, " does not match the manifest's ",
                       info.checksum, " (the file changed after conversion or is damaged; convert again)");
@@ -44,6 +62,9 @@ VerifyReport verify_dataset(const std::string& directory) {
     }
     summary << "; " << name << " " << split.samples << " samples in " << split.shards.size()
             << (split.shards.size() == 1 ? " shard" : " shards");
+  }
+  if (manifest.encoding == "jpeg") {
+    summary << (quick ? "\nJPEG entries: not decoded (--quick)" : "\nJPEG entries: every one decoded");
   }
   for (const auto& [how, count] : read_paths) {
     summary << "\nread path: " << how << " (" << count << (count == 1 ? " shard)" : " shards)");

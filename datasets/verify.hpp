@@ -2,8 +2,9 @@
 // `dptrain data verify DIR`: checks a dataset directory the way training would read it, before a
 // long job finds out. For every shard of every split in manifest.json: the file exists, its header
 // and dataset sizes match the manifest (ShardReader's validation), its labels are in range, and its
-// CRC-32 matches the manifest's checksum. It also says how the loader will read the samples
-// (pread at chunk offsets, or H5Dread under the HDF5 lock and why).
+// CRC-32 matches the manifest's checksum; for JPEG datasets every entry is decoded too (unless
+// `quick`), so a damaged or foreign image is named before training meets it. It also says how the
+// loader will read the samples (pread, or H5Dread under the HDF5 lock and why).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,6 @@ struct VerifyReport {
 
 // An unreadable or invalid manifest is an Error; problems with shards are collected, so one run
 // lists every bad file.
-VerifyReport verify_dataset(const std::string& directory);
+VerifyReport verify_dataset(const std::string& directory, bool quick = false);
 
 }  // namespace dptrain::datasets

@@ -8,6 +8,7 @@
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_layout.hpp"
 #include "dptrain/ckpt/progress_attributes.hpp"
+#include "dptrain/hdf5/checks.hpp"
 #include "dptrain/hdf5/lock.hpp"
 
 namespace dptrain::ckpt {
@@ -29,23 +30,36 @@ h5::Handle open_group(hid_t file, const char* name, const std::string& path) {
   return h5::Handle(DPTRAIN_H5_CHECK(H5Gopen2(file, name, H5P_DEFAULT)), H5Gclose);
 }
 
-// The names (relative to the group) of every link below it. The callback only collects: an exception
-// must not cross HDF5's C frames.
-herr_t collect_link(hid_t, const char* name, const H5L_info_t*, void* out) {
-  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+// The names (relative to the group) of every link below it, and of those that are not hard links
+// (soft links and links into other files, which we never write and never follow). The callback only
+// collects: an exception must not cross HDF5's C frames.
+struct Links {
+  std::vector<std::string> names, not_hard;
+};
+herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* out) {
+  auto& links = *static_cast<Links*>(out);
+  (info->type == H5L_TYPE_HARD ? links.names : links.not_hard).emplace_back(name);
   return 0;
 }
+
+// No tensor of ours is larger than this (ResNet-50's largest weight is 9 MB; the largest zoo model's
+// is about 400 MB): a bound on what a damaged shape can make us allocate.
+constexpr std::uint64_t kMaxTensorBytes = std::uint64_t{16} << 30;
 
 NamedTensor read_tensor(hid_t set, const std::string& name, const std::string& dataset, const std::string& path) {
   h5::Handle type(DPTRAIN_H5_CHECK(H5Dget_type(set)), H5Tclose);
   DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_FLOAT && H5Tget_size(type.id()) == 4, path, ": dataset ", dataset,
                 " is not float32");
+  const std::string where = path + ": dataset " + dataset;
+  h5::check_storage(set, where);
   const std::vector<hsize_t> dims = h5::dataset_dims(set);
-  Tensor value = Tensor::empty(Shape(std::vector<std::int64_t>(dims.begin(), dims.end())));
-  // The storage HDF5 allocated must hold the whole shape: a dataset cut short is caught before reading.
+  // The storage HDF5 allocated must hold the whole shape: a dataset cut short is caught before reading,
+  // and a shape too large for any model before anything is allocated for it.
+  const std::uint64_t needed = h5::checked_bytes(dims, sizeof(float), kMaxTensorBytes, where);
   const hsize_t stored = H5Dget_storage_size(set);
-  DPTRAIN_CHECK(stored == value.bytes(), path, ": dataset ", dataset, " stores ", stored, " bytes but its shape ",
-                value.shape().to_string(), " needs ", value.bytes());
+  DPTRAIN_CHECK(stored == needed, path, ": dataset ", dataset, " stores ", stored, " bytes but its shape needs ",
+                needed);
+  Tensor value = Tensor::empty(Shape(std::vector<std::int64_t>(dims.begin(), dims.end())));
   if (value.bytes()) DPTRAIN_H5_CHECK(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, value.raw()));
   const auto expected = static_cast<std::uint32_t>(h5::read_int_attribute(set, "crc32", path + " dataset " + dataset));
   const std::uint32_t actual = tensor_crc32(value);
@@ -58,10 +72,12 @@ std::vector<NamedTensor> read_section(hid_t file, const char* section, const std
   h5::Handle group = open_group(file, section, path);
   const std::string where = path + " /" + section;
   const std::int64_t count = h5::read_int_attribute(group.id(), "count", where);
-  std::vector<std::string> links;
+  Links links;
   DPTRAIN_H5_CHECK(H5Lvisit(group.id(), H5_INDEX_NAME, H5_ITER_INC, collect_link, &links));
+  DPTRAIN_CHECK(links.not_hard.empty(), where, ": '", links.not_hard.empty() ? "" : links.not_hard.front(),
+                "' is a soft or external link; a checkpoint holds its own datasets only");
   std::vector<std::pair<std::int64_t, NamedTensor>> found;
-  for (const std::string& name : links) {
+  for (const std::string& name : links.names) {
     h5::Handle object(DPTRAIN_H5_CHECK(H5Oopen(group.id(), name.c_str(), H5P_DEFAULT)), H5Oclose);
     const H5I_type_t kind = H5Iget_type(object.id());
     if (kind == H5I_GROUP) continue;  // an intermediate group of a nested name

@@ -158,7 +158,8 @@ JpegCropDecoder::JpegCropDecoder() : state_(std::make_unique<State>()) {}
 JpegCropDecoder::~JpegCropDecoder() = default;
 
 void JpegCropDecoder::decode(const std::uint8_t* bytes, std::size_t size, int channels, JpegScale scale,
-                             const PixelWindow& window, const std::string& what_for_errors, Image& out) {
+                             const PixelWindow& window, const std::string& what_for_errors, Image& out,
+                             int expected_height, int expected_width) {
   const std::string& what = what_for_errors;
   DPTRAIN_CHECK(channels == 1 || channels == 3, what, ": can decode to 1 (grey) or 3 (RGB) channels, not ", channels);
   DPTRAIN_CHECK(scale.num > 0 && scale.denom > 0, what, ": cannot decode at scale ", scale.num, "/", scale.denom);
@@ -173,6 +174,12 @@ void JpegCropDecoder::decode(const std::uint8_t* bytes, std::size_t size, int ch
   Header h;
   if (!header_stage(&s.cinfo, &s.err, bytes, size, channels, scale, s.factors, s.factor_count, &h)) {
     s.fail(what, "reading the header", s.err.error);
+  }
+  if (expected_height > 0 && expected_width > 0 && (h.height != expected_height || h.width != expected_width)) {
+    jpeg_abort_decompress(&s.cinfo);
+    throw Error(detail::concat(what, ": the JPEG header gives ", h.height, "x", h.width, " pixels",
+                               scale == JpegScale{} ? "" : " at the decode scale", ", not the ", expected_height, "x",
+                               expected_width, " the dataset's images have"));
   }
   if (h.cmyk) {
     // libjpeg-turbo decodes these to CMYK only; JpegDecoder converts them to RGB (see ink_to_rgb).

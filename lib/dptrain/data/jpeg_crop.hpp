@@ -34,8 +34,10 @@ class JpegCropDecoder {
   // others are unspecified (left from an earlier image, or decoded). An Error naming
   // `what_for_errors` for a file a full decode refuses, as JpegDecoder::decode words it; damage
   // below the window's last row goes unseen, as it changes none of the pixels returned.
+  // `expected_height` x `expected_width` (when not 0): the scaled geometry the header must give; any
+  // other is an Error before anything is allocated for it (a crafted header can claim 65535 x 65535).
   void decode(const std::uint8_t* bytes, std::size_t size, int channels, JpegScale scale, const PixelWindow& window,
-              const std::string& what_for_errors, Image& out);
+              const std::string& what_for_errors, Image& out, int expected_height = 0, int expected_width = 0);
 
  private:
   struct State;

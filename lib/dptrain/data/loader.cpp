@@ -265,7 +265,8 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, void* image, std::
   thread_local Image decoded;
   const CropDraw draw = augmenter_.draw(epoch, sample);
   try {
-    decoder.decode(encoded.data(), encoded.size(), channels_, decode_scale_, augmenter_.window(draw), path, decoded);
+    decoder.decode(encoded.data(), encoded.size(), channels_, decode_scale_, augmenter_.window(draw), path, decoded,
+                   decode_scale_.scaled(height_), decode_scale_.scaled(width_));
   } catch (const Error& e) {
     // The decoder names the file; the sample is added here, so that a sample costs no message.
     const std::string message = e.what();

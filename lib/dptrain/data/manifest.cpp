@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -32,6 +33,11 @@ Manifest Manifest::read(const std::string& directory) {
   std::ifstream in(path);
   DPTRAIN_CHECK(in.good(), path, ": cannot open the dataset manifest (is '", directory,
                 "' a directory made by 'dptrain data convert'?)");
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  DPTRAIN_CHECK(!ec && static_cast<std::int64_t>(bytes) <= ManifestLimits::file_bytes, path, ": the manifest is ",
+                ec ? std::string("unreadable") : detail::concat(bytes, " bytes"), ", more than a dataset manifest (",
+                ManifestLimits::file_bytes, " bytes at most) can be");
   std::stringstream text;
   text << in.rdbuf();
   return parse(text.str(), path);
@@ -57,6 +63,8 @@ Manifest Manifest::parse(const std::string& json_text, const std::string& path) 
   m.channels = field<int>(image, "channels", "image.", path);
   DPTRAIN_CHECK(m.height > 0 && m.width > 0 && (m.channels == 1 || m.channels == 3), path, ": image geometry ",
                 m.height, "x", m.width, "x", m.channels, " is not valid");
+  DPTRAIN_CHECK(m.height <= ManifestLimits::side && m.width <= ManifestLimits::side, path, ": images of ", m.height,
+                "x", m.width, " are larger than the ", ManifestLimits::side, " pixels a side dptrain reads");
   m.encoding = field<std::string>(j, "encoding", "", path);
   DPTRAIN_CHECK(m.encoding == "raw" || m.encoding == "jpeg", path, ": encoding '", m.encoding,
                 "' is neither 'raw' nor 'jpeg'");
@@ -64,8 +72,12 @@ Manifest Manifest::parse(const std::string& json_text, const std::string& path) 
   m.stddev = field<std::vector<double>>(j, "std", "", path);
   DPTRAIN_CHECK(static_cast<int>(m.mean.size()) == m.channels && static_cast<int>(m.stddev.size()) == m.channels, path,
                 ": 'mean' and 'std' need one value per channel (", m.channels, ")");
-  for (double s : m.stddev) DPTRAIN_CHECK(s > 0, path, ": 'std' values must be positive");
-  for (const json& c : field<json>(j, "classes", "", path)) {
+  for (double s : m.stddev) DPTRAIN_CHECK(std::isfinite(s) && s > 0, path, ": 'std' values must be positive");
+  for (double v : m.mean) DPTRAIN_CHECK(std::isfinite(v), path, ": 'mean' values must be finite");
+  const json classes = field<json>(j, "classes", "", path);
+  DPTRAIN_CHECK(classes.is_array() && static_cast<std::int64_t>(classes.size()) <= ManifestLimits::classes, path,
+                ": 'classes' must be a list of at most ", ManifestLimits::classes, " classes");
+  for (const json& c : classes) {
     ClassInfo info{field<int>(c, "id", "classes[].", path), field<std::string>(c, "key", "classes[].", path),
                    field<std::string>(c, "name", "classes[].", path)};
     DPTRAIN_CHECK(info.id == static_cast<int>(m.classes.size()), path, ": class ids must be 0, 1, 2, ... in order");
@@ -79,14 +91,21 @@ Manifest Manifest::parse(const std::string& json_text, const std::string& path) 
     SplitInfo split;
     const std::string where = "splits." + name + ".";
     split.samples = field<std::int64_t>(s, "samples", where, path);
+    DPTRAIN_CHECK(split.samples >= 0 && split.samples <= ManifestLimits::split_samples, path, ": split '", name,
+                  "' says ", split.samples, " samples (0 to ", ManifestLimits::split_samples, ")");
+    const json shards = field<json>(s, "shards", where, path);
+    DPTRAIN_CHECK(shards.is_array() && static_cast<std::int64_t>(shards.size()) <= ManifestLimits::shards, path,
+                  ": split '", name, "' must list at most ", ManifestLimits::shards, " shards");
     std::int64_t next = 0;
-    for (const json& shard : field<json>(s, "shards", where, path)) {
+    for (const json& shard : shards) {
       ShardInfo info{field<std::string>(shard, "file", where + "shards[].", path),
                      field<std::int64_t>(shard, "samples", where + "shards[].", path),
                      field<std::int64_t>(shard, "first_sample", where + "shards[].", path),
                      field<std::string>(shard, "checksum", where + "shards[].", path)};
       DPTRAIN_CHECK(info.first_sample == next && info.samples > 0, path, ": shard '", info.file,
                     "' does not continue where the previous shard of split '", name, "' ended");
+      DPTRAIN_CHECK(info.samples <= ManifestLimits::shard_samples, path, ": shard '", info.file, "' says ",
+                    info.samples, " samples, more than the ", ManifestLimits::shard_samples, " a shard may hold");
       DPTRAIN_CHECK(info.file.find('/') == std::string::npos, path, ": shard file '", info.file,
                     "' must be a plain file name in the dataset directory");
       next += info.samples;

@@ -11,6 +11,19 @@ namespace dptrain::data {
 inline constexpr const char* kManifestFormat = "dptrain-dataset";
 inline constexpr int kManifestVersion = 1;
 
+// Upper bounds a manifest is checked against before anything is sized from it: far above any real
+// dataset (ImageNet-21k has 21,841 classes and 14 million images; images are at most a few thousand
+// pixels a side for a CNN), and low enough that a damaged or crafted manifest cannot make a reader
+// allocate terabytes.
+struct ManifestLimits {
+  static constexpr std::int64_t file_bytes = std::int64_t{256} << 20;  // manifest.json itself
+  static constexpr int side = 16384;                                   // height and width
+  static constexpr std::int64_t classes = 1 << 20;
+  static constexpr std::int64_t shards = 1 << 20;  // per split
+  static constexpr std::int64_t shard_samples = std::int64_t{1} << 24;
+  static constexpr std::int64_t split_samples = std::int64_t{1} << 36;
+};
+
 struct ClassInfo {
   int id = 0;
   std::string key;   // the folder name (an ImageNet wnid), or the id for Fashion-MNIST

@@ -6,6 +6,7 @@
 
 #include "dptrain/data/chunk_offsets.hpp"
 #include "dptrain/data/sample_file.hpp"
+#include "dptrain/hdf5/checks.hpp"
 #include "dptrain/hdf5/record_attributes.hpp"
 
 namespace dptrain::data {
@@ -202,6 +203,8 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
     const auto dims = h5::dataset_dims(labels.id());
     DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples, path,
                   ": 'labels' does not hold one label for each of the ", h.samples, " samples");
+    h5::check_element_type(labels.id(), h5::Stored::label, path + ": 'labels'");
+    h5::check_storage(labels.id(), path + ": 'labels'");
     labels_.resize(static_cast<std::size_t>(h.samples));
     DPTRAIN_H5_CHECK(H5Dread(labels.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels_.data()));
     for (std::size_t i = 0; i < labels_.size(); ++i) {
@@ -217,12 +220,16 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
   // A chunk cache of about one batch of images: every image is one chunk, read once per epoch.
   DPTRAIN_H5_CHECK(H5Pset_chunk_cache(access.id(), 521, cache_bytes, 1.0));
   DPTRAIN_CHECK(H5Lexists(file_h5_.id(), "images", H5P_DEFAULT) > 0, path, ": has no dataset 'images'");
+  h5::check_hard_link(file_h5_.id(), "images", path);
   data_ = h5::Handle(DPTRAIN_H5_CHECK(H5Dopen2(file_h5_.id(), "images", access.id())), H5Dclose);
   const auto dims = h5::dataset_dims(data_.id());
   DPTRAIN_CHECK(dims.size() == 4 && static_cast<std::int64_t>(dims[0]) == h.samples &&
                     static_cast<std::int64_t>(dims[1]) == h.height && static_cast<std::int64_t>(dims[2]) == h.width &&
                     static_cast<std::int64_t>(dims[3]) == h.channels,
                 path, ": 'images' is not ", h.samples, "x", h.height, "x", h.width, "x", h.channels);
+  // Read as uint8 they must be uint8: HDF5 would convert float pixels to zeros without a word.
+  h5::check_element_type(data_.id(), h5::Stored::u8, path + ": 'images'");
+  h5::check_storage(data_.id(), path + ": 'images'");
   open_direct_path();
 }
 
@@ -231,6 +238,14 @@ void ShardReader::open_jpeg(std::int64_t version) {
   const std::string& path = path_;
   if (version < 2) {
     data_ = h5::open_dataset(file_h5_.id(), "jpeg", path);
+    h5::check_storage(data_.id(), path + ": 'jpeg'");
+    {
+      h5::Handle type(DPTRAIN_H5_CHECK(H5Dget_type(data_.id())), H5Tclose);
+      h5::Handle base(DPTRAIN_H5_CHECK(H5Tget_super(type.id())), H5Tclose);
+      DPTRAIN_CHECK(DPTRAIN_H5_CHECK(H5Tget_class(type.id())) == H5T_VLEN &&
+                        DPTRAIN_H5_CHECK(H5Tget_class(base.id())) == H5T_INTEGER && H5Tget_size(base.id()) == 1,
+                    path, ": 'jpeg' is not variable-length rows of bytes");
+    }
     const auto dims = h5::dataset_dims(data_.id());
     DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples, path, ": 'jpeg' does not hold ",
                   h.samples, " images");
@@ -251,16 +266,16 @@ void ShardReader::open_jpeg(std::int64_t version) {
     const auto dims = h5::dataset_dims(starts.id());
     DPTRAIN_CHECK(dims.size() == 1 && static_cast<std::int64_t>(dims[0]) == h.samples + 1, path,
                   ": 'jpeg_offsets' does not hold the ", h.samples + 1, " offsets of ", h.samples, " images");
-    h5::Handle type(DPTRAIN_H5_CHECK(H5Dget_type(starts.id())), H5Tclose);
-    DPTRAIN_CHECK(DPTRAIN_H5_CHECK(H5Tget_class(type.id())) == H5T_INTEGER && H5Tget_size(type.id()) == 8 &&
-                      H5Tget_sign(type.id()) == H5T_SGN_NONE,
-                  path, ": 'jpeg_offsets' is not stored as unsigned 64-bit integers");
+    h5::check_element_type(starts.id(), h5::Stored::u64, path + ": 'jpeg_offsets'");
+    h5::check_storage(starts.id(), path + ": 'jpeg_offsets'");
     jpeg_starts_.resize(static_cast<std::size_t>(h.samples + 1));
     DPTRAIN_H5_CHECK(H5Dread(starts.id(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, jpeg_starts_.data()));
   }
   data_ = h5::open_dataset(file_h5_.id(), "jpeg_bytes", path);
   const auto dims = h5::dataset_dims(data_.id());
   DPTRAIN_CHECK(dims.size() == 1, path, ": 'jpeg_bytes' is not one-dimensional");
+  h5::check_element_type(data_.id(), h5::Stored::u8, path + ": 'jpeg_bytes'");
+  h5::check_storage(data_.id(), path + ": 'jpeg_bytes'");
   DPTRAIN_CHECK(jpeg_starts_.front() == 0 && jpeg_starts_.back() == dims[0], path, ": 'jpeg_offsets' spans bytes ",
                 jpeg_starts_.front(), " to ", jpeg_starts_.back(), " of the ", dims[0], " in 'jpeg_bytes'");
   const std::uint64_t cap = max_jpeg_bytes(h);
@@ -394,6 +409,8 @@ void ShardReader::read_jpeg_hdf5(std::int64_t i, std::vector<std::uint8_t>& out)
       H5Dread(data_.id(), jpeg_type_.id(), jpeg_memory_.id(), jpeg_file_space_.id(), transfer_.id(), &row));
   try {
     DPTRAIN_CHECK(row.len > 0, path_, ": sample ", i, "'s JPEG entry is empty");
+    DPTRAIN_CHECK(row.len <= max_jpeg_bytes(header_), path_, ": sample ", i, "'s JPEG entry has ", row.len,
+                  " bytes, more than the ", max_jpeg_bytes(header_), " an image of the shard may have");
     out.assign(static_cast<const std::uint8_t*>(row.p), static_cast<const std::uint8_t*>(row.p) + row.len);
   } catch (...) {
     H5Dvlen_reclaim(jpeg_type_.id(), jpeg_memory_.id(), H5P_DEFAULT, &row);  // already failing: only free

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "dptrain/hdf5/checks.hpp"
+
 namespace dptrain::h5 {
 
 void quiet_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
@@ -21,6 +23,7 @@ Handle open_file(const std::string& path) {
 
 Handle open_dataset(hid_t file, const std::string& name, const std::string& path_for_errors) {
   DPTRAIN_CHECK(H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0, path_for_errors, ": has no dataset '", name, "'");
+  check_hard_link(file, name, path_for_errors);
   return Handle(DPTRAIN_H5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT)), H5Dclose);
 }
 
@@ -51,9 +54,25 @@ void write_double_attribute(hid_t object, const std::string& name, double value)
 }
 
 namespace {
+// The most bytes a string attribute and the most elements an array attribute of ours may have: far
+// above what we write (a configuration is a few KB, a schedule a few numbers), and a bound on what a
+// damaged or crafted file can make us allocate.
+constexpr std::size_t kMaxStringBytes = 16u << 20;
+constexpr hssize_t kMaxArrayElements = 1 << 20;
+
 Handle open_attribute(hid_t object, const std::string& name, const std::string& path_for_errors) {
   DPTRAIN_CHECK(H5Aexists(object, name.c_str()) > 0, path_for_errors, ": attribute '", name, "' is missing");
   return Handle(DPTRAIN_H5_CHECK(H5Aopen(object, name.c_str(), H5P_DEFAULT)), H5Aclose);
+}
+
+// A single value: a scalar dataspace (what we write), or a simple one of exactly one element. H5Aread
+// writes every element, so an array read into one variable would overrun it.
+void check_single_value(hid_t attribute, const std::string& name, const std::string& path_for_errors) {
+  Handle space(DPTRAIN_H5_CHECK(H5Aget_space(attribute)), H5Sclose);
+  const H5S_class_t kind = DPTRAIN_H5_CHECK(H5Sget_simple_extent_type(space.id()));
+  const hssize_t count = kind == H5S_NULL ? 0 : DPTRAIN_H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
+  DPTRAIN_CHECK(kind == H5S_SCALAR || (kind == H5S_SIMPLE && count == 1), path_for_errors, ": attribute '", name,
+                "' holds ", count, " values, not one");
 }
 }  // namespace
 
@@ -61,6 +80,11 @@ std::int64_t read_int_attribute(hid_t object, const std::string& name, const std
   Handle attribute = open_attribute(object, name, path_for_errors);
   Handle type(DPTRAIN_H5_CHECK(H5Aget_type(attribute.id())), H5Tclose);
   DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_INTEGER, path_for_errors, ": attribute '", name, "' is not an integer");
+  // We write int64; an unsigned 64-bit value could exceed it, and HDF5 would clip it silently.
+  const std::size_t size = H5Tget_size(type.id());
+  DPTRAIN_CHECK(size <= 8 && !(size == 8 && H5Tget_sign(type.id()) == H5T_SGN_NONE), path_for_errors, ": attribute '",
+                name, "' is not a signed integer of at most 64 bits");
+  check_single_value(attribute.id(), name, path_for_errors);
   std::int64_t value = 0;
   DPTRAIN_H5_CHECK(H5Aread(attribute.id(), H5T_NATIVE_INT64, &value));
   return value;
@@ -69,7 +93,9 @@ std::int64_t read_int_attribute(hid_t object, const std::string& name, const std
 double read_double_attribute(hid_t object, const std::string& name, const std::string& path_for_errors) {
   Handle attribute = open_attribute(object, name, path_for_errors);
   Handle type(DPTRAIN_H5_CHECK(H5Aget_type(attribute.id())), H5Tclose);
-  DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_FLOAT, path_for_errors, ": attribute '", name, "' is not a number");
+  DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_FLOAT && H5Tget_size(type.id()) <= 8, path_for_errors, ": attribute '",
+                name, "' is not a number");
+  check_single_value(attribute.id(), name, path_for_errors);
   double value = 0;
   DPTRAIN_H5_CHECK(H5Aread(attribute.id(), H5T_NATIVE_DOUBLE, &value));
   return value;
@@ -80,7 +106,11 @@ std::string read_string_attribute(hid_t object, const std::string& name, const s
   Handle type(DPTRAIN_H5_CHECK(H5Aget_type(attribute.id())), H5Tclose);
   DPTRAIN_CHECK(H5Tget_class(type.id()) == H5T_STRING && !H5Tis_variable_str(type.id()), path_for_errors,
                 ": attribute '", name, "' is not a fixed-length string");
-  std::string value(H5Tget_size(type.id()), '\0');
+  check_single_value(attribute.id(), name, path_for_errors);
+  const std::size_t size = H5Tget_size(type.id());
+  DPTRAIN_CHECK(size <= kMaxStringBytes, path_for_errors, ": attribute '", name, "' is a string of ", size,
+                " bytes, more than the ", kMaxStringBytes, " it may have");
+  std::string value(size, '\0');
   DPTRAIN_H5_CHECK(H5Aread(attribute.id(), type.id(), value.data()));
   if (auto end = value.find('\0'); end != std::string::npos) value.resize(end);
   return value;
@@ -102,9 +132,16 @@ std::vector<T> read_array_attribute(hid_t object, const std::string& name, const
                                     H5T_class_t type_class, hid_t memory_type, const char* what) {
   Handle attribute = open_attribute(object, name, path_for_errors);
   Handle type(DPTRAIN_H5_CHECK(H5Aget_type(attribute.id())), H5Tclose);
-  DPTRAIN_CHECK(H5Tget_class(type.id()) == type_class, path_for_errors, ": attribute '", name, "' is not ", what);
+  DPTRAIN_CHECK(H5Tget_class(type.id()) == type_class && H5Tget_size(type.id()) <= 8, path_for_errors, ": attribute '",
+                name, "' is not ", what);
   Handle space(DPTRAIN_H5_CHECK(H5Aget_space(attribute.id())), H5Sclose);
+  const H5S_class_t kind = DPTRAIN_H5_CHECK(H5Sget_simple_extent_type(space.id()));
+  if (kind == H5S_NULL) return {};  // how we write an empty list
+  DPTRAIN_CHECK(kind == H5S_SIMPLE && DPTRAIN_H5_CHECK(H5Sget_simple_extent_ndims(space.id())) == 1, path_for_errors,
+                ": attribute '", name, "' is not a one-dimensional list");
   const hssize_t count = DPTRAIN_H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
+  DPTRAIN_CHECK(count <= kMaxArrayElements, path_for_errors, ": attribute '", name, "' holds ", count,
+                " values, more than the ", kMaxArrayElements, " it may");
   std::vector<T> values(static_cast<std::size_t>(count));
   if (count > 0) DPTRAIN_H5_CHECK(H5Aread(attribute.id(), memory_type, values.data()));
   return values;

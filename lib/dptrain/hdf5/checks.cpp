@@ -1,0 +1,94 @@
+#include "dptrain/hdf5/checks.hpp"
+
+#include <limits>
+
+#include "dptrain/core/check_hdf5.hpp"
+#include "dptrain/core/error.hpp"
+#include "dptrain/hdf5/handle.hpp"
+
+namespace dptrain::h5 {
+namespace {
+const char* name_of(Stored type) {
+  switch (type) {
+    case Stored::u8: return "unsigned 8-bit integers";
+    case Stored::label: return "signed 32- or 64-bit integers";
+    case Stored::u64: return "unsigned 64-bit integers";
+    case Stored::f32: return "32-bit floats";
+  }
+  return "?";
+}
+}  // namespace
+
+void check_element_type(hid_t dataset, Stored type, const std::string& where) {
+  Handle t(DPTRAIN_H5_CHECK(H5Dget_type(dataset)), H5Tclose);
+  const H5T_class_t cls = DPTRAIN_H5_CHECK(H5Tget_class(t.id()));
+  const std::size_t size = H5Tget_size(t.id());
+  bool ok = false;
+  if (type == Stored::f32) {
+    ok = cls == H5T_FLOAT && size == 4;
+  } else if (cls == H5T_INTEGER) {
+    const H5T_sign_t sign = H5Tget_sign(t.id());
+    switch (type) {
+      case Stored::u8: ok = size == 1 && sign == H5T_SGN_NONE; break;
+      case Stored::label: ok = (size == 4 || size == 8) && sign == H5T_SGN_2; break;
+      case Stored::u64: ok = size == 8 && sign == H5T_SGN_NONE; break;
+      case Stored::f32: break;
+    }
+  }
+  DPTRAIN_CHECK(ok, where, " is not stored as ", name_of(type), " (class ", static_cast<int>(cls), ", ", size,
+                " bytes an element)");
+}
+
+void check_storage(hid_t dataset, const std::string& where) {
+  Handle create(DPTRAIN_H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
+  const H5D_layout_t layout = DPTRAIN_H5_CHECK(H5Pget_layout(create.id()));
+  DPTRAIN_CHECK(layout != H5D_VIRTUAL, where, " is a virtual dataset (its data lives in other files): refused");
+  DPTRAIN_CHECK(DPTRAIN_H5_CHECK(H5Pget_external_count(create.id())) == 0, where,
+                " keeps its data in external files: refused");
+  Handle space(DPTRAIN_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
+  const hssize_t elements = DPTRAIN_H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
+  if (elements == 0) return;
+  if (layout == H5D_CONTIGUOUS) {
+    H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+    DPTRAIN_H5_CHECK(H5Dget_space_status(dataset, &status));
+    DPTRAIN_CHECK(status == H5D_SPACE_STATUS_ALLOCATED, where, " was never written (no storage allocated)");
+  } else if (layout == H5D_CHUNKED) {
+    const int rank = DPTRAIN_H5_CHECK(H5Sget_simple_extent_ndims(space.id()));
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank)), chunk(static_cast<std::size_t>(rank));
+    DPTRAIN_H5_CHECK(H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr));
+    DPTRAIN_CHECK(DPTRAIN_H5_CHECK(H5Pget_chunk(create.id(), rank, chunk.data())) == rank, where,
+                  ": its chunk shape does not match its rank");
+    hsize_t expected = 1;
+    for (int i = 0; i < rank; ++i) {
+      DPTRAIN_CHECK(chunk[static_cast<std::size_t>(i)] > 0, where, ": a chunk dimension is 0");
+      expected *= (dims[static_cast<std::size_t>(i)] + chunk[static_cast<std::size_t>(i)] - 1) /
+                  chunk[static_cast<std::size_t>(i)];
+    }
+    hsize_t written = 0;
+    DPTRAIN_H5_CHECK(H5Dget_num_chunks(dataset, space.id(), &written));
+    DPTRAIN_CHECK(written == expected, where, " has ", written, " of its ", expected,
+                  " chunks written: the others would read as zeros");
+  }
+}
+
+std::uint64_t checked_bytes(const std::vector<hsize_t>& dims, std::size_t element_size, std::uint64_t cap,
+                            const std::string& where) {
+  std::uint64_t bytes = element_size;
+  for (const hsize_t d : dims) {
+    DPTRAIN_CHECK(d == 0 || bytes <= std::numeric_limits<std::uint64_t>::max() / d, where,
+                  " has a shape too large to address");
+    bytes *= d;
+  }
+  DPTRAIN_CHECK(bytes <= cap, where, " would take ", bytes, " bytes, more than the ", cap, " it may");
+  return bytes;
+}
+
+void check_hard_link(hid_t location, const std::string& name, const std::string& where) {
+  H5L_info_t info{};
+  DPTRAIN_H5_CHECK(H5Lget_info(location, name.c_str(), &info, H5P_DEFAULT));
+  DPTRAIN_CHECK(info.type == H5L_TYPE_HARD, where, ": '", name, "' is a ",
+                info.type == H5L_TYPE_EXTERNAL ? "link into another file" : "soft link",
+                ", not a dataset of this file");
+}
+
+}  // namespace dptrain::h5
