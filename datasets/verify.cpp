@@ -46,13 +46,14 @@ VerifyReport verify_dataset(const std::string& directory, bool quick) {
       }
       const data::ShardHeader expected = data::expected_shard_header(manifest, name, i);
       try {
+        // The checksum first: a damaged file is named without HDF5 ever parsing it.
+        const std::string checksum = data::file_checksum(path);
+        DPTRAIN_CHECK(checksum == info.checksum, path, ": checksum ", checksum, " does not match the manifest's ",
+                      info.checksum, " (the file changed after conversion or is damaged; convert again)");
         // Validates every attribute and dataset size, and that each label is in [0, classes).
         const data::ShardReader reader(path, expected);
         ++read_paths[reader.read_path()];
         if (manifest.encoding == "jpeg" && !quick) decode_every_entry(reader, manifest);
-        const std::string checksum = data::file_checksum(path);
-        DPTRAIN_CHECK(checksum == info.checksum, path, ": checksum ", checksum, " does not match the manifest's ",
-                      info.checksum, " (the file changed after conversion or is damaged; convert again)");
         report.samples += info.samples;
       } catch (const Error& e) {
         // Library-level failures (an HDF5 call) do not know the file; every problem must name it.

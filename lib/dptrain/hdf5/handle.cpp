@@ -8,8 +8,10 @@ namespace dptrain::h5 {
 
 void quiet_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 
-Handle create_file(const std::string& path) {
-  return Handle(DPTRAIN_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)), H5Fclose);
+Handle create_file(const std::string& path) { return create_file(path, H5P_DEFAULT); }
+
+Handle create_file(const std::string& path, hid_t access) {
+  return Handle(DPTRAIN_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access)), H5Fclose);
 }
 
 Handle open_file(const std::string& path) {

@@ -53,7 +53,9 @@ class Handle {
 void quiet_errors();
 
 Handle create_file(const std::string& path);  // truncates
-Handle open_file(const std::string& path);    // read-only; a clear Error naming the path when it fails
+// The same with file access properties `access` (the format version bounds, say).
+Handle create_file(const std::string& path, hid_t access);
+Handle open_file(const std::string& path);  // read-only; a clear Error naming the path when it fails
 Handle open_dataset(hid_t file, const std::string& name, const std::string& path_for_errors);
 
 // Attributes on an object (the file's root group for shards).
