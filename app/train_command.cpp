@@ -56,7 +56,9 @@ Command add_train_command(CLI::App& app) {
   add_distributed_options(cmd, o->dist);
   const char* group = "Checkpoints";
   CheckpointOptions& c = o->checkpoints;
-  cmd->add_option("--checkpoint-dir", c.directory, "Write checkpoints here (rank 0; ckpt-<step>.h5 and 'latest')")
+  cmd->add_option("--checkpoint-dir", c.directory,
+                  "Write checkpoints here (rank 0; ckpt-<step>.h5 and 'latest'); locked for the whole run "
+                  "(dptrain.lock): a second run on it is refused")
       ->group(group);
   cmd->add_option("--checkpoint-every", c.every,
                   "Steps (500) or wall time (30m, 2h) between checkpoints; 0: only "
@@ -65,8 +67,9 @@ Command add_train_command(CLI::App& app) {
       ->group(group);
   cmd->add_option("--keep", c.keep, "Keep the newest K checkpoints (0: all)")->capture_default_str()->group(group);
   cmd->add_option("--resume", c.resume,
-                  "auto: from the newest valid checkpoint in --checkpoint-dir if there is one "
-                  "(else a fresh start); none; or a checkpoint file or directory")
+                  "auto: from the newest valid checkpoint in --checkpoint-dir; a fresh start only when it "
+                  "holds none (an error when none of its checkpoints can be used); none: a fresh start; or a "
+                  "checkpoint file or directory")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--time-limit", c.time_limit,

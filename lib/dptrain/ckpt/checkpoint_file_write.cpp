@@ -45,7 +45,7 @@ void write_section(hid_t file, const char* name, const std::vector<NamedTensor>&
 }
 }  // namespace
 
-void write_checkpoint_file(const std::string& path, const TrainingState& state) {
+void write_checkpoint_file(const std::string& path, const TrainingState& state, const std::string& shown_as) {
   const h5::Lock lock(h5::global_mutex());
   h5::quiet_errors();
   try {
@@ -71,7 +71,7 @@ void write_checkpoint_file(const std::string& path, const TrainingState& state) 
     DPTRAIN_H5_CHECK(H5Fflush(f, H5F_SCOPE_GLOBAL));
     file.close();
   } catch (const Error& e) {
-    throw Error(detail::concat("writing checkpoint ", path, ": ", e.what()));
+    throw Error(detail::concat("writing checkpoint ", shown_as.empty() ? path : shown_as, ": ", e.what()));
   }
 }
 

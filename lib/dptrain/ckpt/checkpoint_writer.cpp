@@ -6,21 +6,44 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/durable_io.hpp"
+#include "dptrain/ckpt/exclusive_file.hpp"
+#include "dptrain/ckpt/finite_state.hpp"
 
 namespace dptrain::ckpt {
+namespace {
+// Refuses a diverged state before anything is created: `latest` keeps naming the last good checkpoint.
+void check_finite(const std::string& directory, const TrainingState& state) {
+  const std::optional<std::string> bad = find_non_finite(state);
+  if (!bad) return;
+  std::optional<std::string> latest;
+  try {
+    latest = read_latest(directory);
+  } catch (const Error&) {
+    // The refusal matters more than naming the previous checkpoint.
+  }
+  throw Error(detail::concat("step ", state.progress.global_step, ": not writing a checkpoint in ", directory,
+                             ", because its ", *bad, ": the training has diverged; ",
+                             latest ? detail::concat((std::filesystem::path(directory) / kLatestName).string(),
+                                                     " still names ", *latest, ", the last checkpoint written")
+                                    : std::string("no earlier checkpoint exists")));
+}
+}  // namespace
 
 WriteReport write_checkpoint(const std::string& directory, const TrainingState& state) {
   namespace fs = std::filesystem;
   const auto start = std::chrono::steady_clock::now();
+  check_finite(directory, state);
   std::error_code ec;
   fs::create_directories(directory, ec);
   DPTRAIN_CHECK(!ec, "cannot create the checkpoint directory ", directory, ": ", ec.message());
   const std::string name = checkpoint_file_name(state.progress.global_step);
   const std::string final_path = (fs::path(directory) / name).string();
-  const std::string temporary = final_path + ".tmp";
-  write_checkpoint_file(temporary, state);
-  fsync_file(temporary);  // the data before the name: a crash must not leave a renamed empty file
-  rename_file(temporary, final_path);
+  {
+    ExclusiveFile temporary(final_path + ".tmp");
+    write_checkpoint_file(temporary.reopen_path(), state, temporary.path());
+    temporary.sync();  // the data before the name: a crash must not leave a renamed empty file
+    temporary.rename_to(final_path);
+  }
   fsync_directory(directory);
   replace_file_atomically(directory, kLatestName, name + "\n");
   WriteReport report;

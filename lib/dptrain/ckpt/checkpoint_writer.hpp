@@ -14,10 +14,13 @@ struct WriteReport {
   double megabytes_per_second() const { return seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0; }
 };
 
-// Writes `state` as DIR/ckpt-<global step>.h5: first to ckpt-<step>.h5.tmp (flushed, closed and
-// fsynced), renamed into place, the directory fsynced, then `latest` replaced atomically to name it.
-// A process killed at any point leaves `latest` naming a complete, valid checkpoint (or no `latest`
-// before the first one). Creates DIR when needed. Retention is a separate call (prune_checkpoints).
+// Writes `state` as DIR/ckpt-<global step>.h5: first to ckpt-<step>.h5.tmp (created exclusively,
+// never through a symlink: exclusive_file.hpp; flushed, closed and fsynced), renamed into place, the
+// directory fsynced, then `latest` replaced atomically to name it. A process killed at any point
+// leaves `latest` naming a complete, valid checkpoint (or no `latest` before the first one). A state
+// holding a NaN or an infinity is refused before anything is written (the error names the step, the
+// tensor and the checkpoint `latest` still names). Creates DIR when needed. Retention is a separate
+// call (prune_checkpoints).
 WriteReport write_checkpoint(const std::string& directory, const TrainingState& state);
 
 }  // namespace dptrain::ckpt

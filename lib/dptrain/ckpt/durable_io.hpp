@@ -7,13 +7,15 @@
 
 namespace dptrain::ckpt {
 
-// open + fsync + close by path (HDF5 has closed its descriptor; a new one reaches the same inode).
-void fsync_file(const std::string& path);
+// Throws dptrain::Error "CALL(PATH) failed: <strerror(errno)>".
+[[noreturn]] void throw_posix_error(const char* call, const std::string& path);
+
 void fsync_directory(const std::string& directory);
 // rename(2): atomic replacement of `to` on the same file system.
 void rename_file(const std::string& from, const std::string& to);
-// Replaces `directory/name` with `contents` atomically and durably: writes `name.tmp`, fsyncs it,
-// renames it over `name` and fsyncs the directory. A reader sees the old or the new file, never a mix.
+// Replaces `directory/name` with `contents` atomically and durably: writes `name.tmp` (created
+// exclusively, never through a symlink: exclusive_file.hpp), fsyncs it, renames it over `name` and
+// fsyncs the directory. A reader sees the old or the new file, never a mix.
 void replace_file_atomically(const std::string& directory, const std::string& name, const std::string& contents);
 
 }  // namespace dptrain::ckpt

@@ -1,5 +1,6 @@
 #include "dptrain/train/run_checkpoints.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -7,6 +8,7 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
+#include "dptrain/ckpt/finite_state.hpp"
 #include "dptrain/ckpt/preemption.hpp"  // preemption_requested (train installs the handlers first)
 #include "dptrain/core/error.hpp"
 #include "dptrain/distributed/broadcast.hpp"
@@ -25,6 +27,48 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, distributed::Communica
     log_ << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left()
          << " s from now; the run checkpoints and stops (exit code 75) before it\n";
   }
+  if (enabled()) on_rank0([this] { open_directory(); });
+}
+
+void RunCheckpoints::on_rank0(const std::function<void()>& work) {
+  std::string failure;
+  if (comm_.rank() == 0) {
+    try {
+      work();
+    } catch (const std::exception& e) {
+      failure = e.what();
+      if (failure.empty()) failure = "unknown error on rank 0";
+    }
+  }
+  // Also what holds the other ranks until rank 0 is done (a checkpoint complete before anyone exits).
+  distributed::broadcast_text(failure, comm_);
+  if (!failure.empty()) throw Error(failure);
+}
+
+void RunCheckpoints::open_directory() {
+  namespace fs = std::filesystem;
+  const std::string& dir = options_.directory;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  DPTRAIN_CHECK(!ec, "cannot create the checkpoint directory ", dir, " (", ec.message(),
+                "); give another --checkpoint-dir");
+  DPTRAIN_CHECK(fs::is_directory(dir, ec), "the checkpoint directory ", dir, " is not a directory");
+  lock_.emplace(dir);
+  if (!lock_->exclusive()) {
+    std::cerr << "dptrain: warning: " << lock_->unsupported()
+              << ": this file system does not support flock, so a second run on " << dir
+              << " would not be refused; make sure only one job uses it\n";
+  }
+  if (!lock_->previous_holder().empty()) {
+    log_ << "checkpoint directory " << dir << ": taking over " << lock_->path()
+         << ", whose holder ended without releasing it (" << lock_->previous_holder() << ")\n";
+  }
+  const std::vector<std::string> removed = ckpt::remove_stale_temporaries(dir);
+  if (!removed.empty()) {
+    log_ << "checkpoint directory " << dir << ": removed " << removed.size() << " temporary file"
+         << (removed.size() == 1 ? "" : "s") << " a killed writer left\n";
+  }
+  ckpt::write_check(dir);
 }
 
 void RunCheckpoints::announce_ready() {
@@ -37,8 +81,9 @@ void RunCheckpoints::announce_ready() {
 }
 
 std::optional<ckpt::Progress> RunCheckpoints::locate() {
-  // Rank 0 alone looks; every rank learns whether it found one, and its progress.
-  if (comm_.rank() == 0 && options_.resume != "none") {
+  // Rank 0 alone looks; every rank learns whether it found one (or rank 0's error), and its progress.
+  on_rank0([this] {
+    if (options_.resume == "none") return;
     if (options_.resume == "auto") {
       if (!options_.directory.empty()) {
         if (auto point = ckpt::find_resume_checkpoint(options_.directory)) {
@@ -50,8 +95,11 @@ std::optional<ckpt::Progress> RunCheckpoints::locate() {
       // An explicit checkpoint must load: a typo must not silently start from scratch.
       resumed_from_ = ckpt::resolve_checkpoint_path(options_.resume);
       loaded_ = ckpt::read_checkpoint(resumed_from_);
+      const std::optional<std::string> bad = ckpt::find_non_finite(*loaded_);
+      DPTRAIN_CHECK(!bad, "--resume ", options_.resume, ": checkpoint ", resumed_from_, " cannot be resumed: its ",
+                    bad.value_or(""), " (the run had diverged); resume from an earlier checkpoint");
     }
-  }
+  });
   if (comm_.max(loaded_ ? 1 : 0) == 0) return std::nullopt;
   ckpt::Progress progress = comm_.rank() == 0 ? loaded_->progress : ckpt::Progress{};
   distributed::broadcast_record(progress, comm_);
@@ -91,7 +139,7 @@ RunCheckpoints::Next RunCheckpoints::after_step(std::int64_t step, bool last_ste
 void RunCheckpoints::write(const std::string& model, Net& net, Sgd& sgd, const ckpt::Progress& progress,
                            const std::string& configuration) {
   if (!enabled()) return;
-  if (comm_.rank() == 0) {
+  on_rank0([&] {
     const ckpt::TrainingState state = ckpt::capture_state(net, sgd, model, progress, configuration);
     const ckpt::WriteReport report = ckpt::write_checkpoint(options_.directory, state);
     last_write_seconds_ = report.seconds;
@@ -101,9 +149,8 @@ void RunCheckpoints::write(const std::string& model, Net& net, Sgd& sgd, const c
          << std::setprecision(1) << report.megabytes_per_second() << " MB/s)";
     if (!removed.empty()) log_ << ", " << removed.size() << " older removed";
     log_ << "\n" << std::flush;
-  }
+  });  // nobody runs ahead (or exits) before the checkpoint is complete
   every_.mark_written();
-  comm_.barrier();  // nobody runs ahead (or exits) before the checkpoint is complete
 }
 
 }  // namespace dptrain

@@ -2,16 +2,21 @@
 // The checkpoint side of `dptrain train`: where to resume from, when to write, and when to stop.
 //
 // Rank 0 alone touches the checkpoint directory (one reader and one writer instead of thousands of
-// ranks opening one file); what the others need (the progress, the weights) is broadcast. Decisions
+// ranks opening one file); what the others need (the progress, the weights) is broadcast, and so is
+// the outcome of everything rank 0 does there: an error on rank 0 (the directory is locked by another
+// run, cannot be written, holds only unusable checkpoints, the weights diverged) is thrown on every
+// rank with rank 0's message, so no rank waits in a collective for a rank 0 that gave up. Decisions
 // that end or pause the loop (a signal arrived on some rank, the time limit is near, a time-based
 // checkpoint is due by rank 0's clock) are agreed by an allreduce at every step boundary, so all
 // ranks stop at the same step and exactly one checkpoint is written.
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
 
 #include "dptrain/ckpt/checkpoint_every.hpp"
+#include "dptrain/ckpt/directory_lock.hpp"
 #include "dptrain/ckpt/time_limit.hpp"
 #include "dptrain/ckpt/training_state.hpp"
 #include "dptrain/distributed/communicator.hpp"
@@ -30,8 +35,12 @@ struct CheckpointOptions {
 
 class RunCheckpoints {
  public:
-  // The caller has installed the USR1/TERM handlers (ckpt::install_preemption_handlers), first thing,
-  // so that a signal during start-up is kept for the first after_step().
+  // Collective. The caller has installed the USR1/TERM handlers (ckpt::install_preemption_handlers),
+  // first thing, so that a signal during start-up is kept for the first after_step(). With a
+  // directory, rank 0 creates it, takes its lock for the whole run (released when this object goes;
+  // a lock whose holder died is taken over, saying so), removes the temporary files a killed writer
+  // left and checks that it can write there: a run that could never checkpoint stops now, not at its
+  // first checkpoint.
   RunCheckpoints(CheckpointOptions options, distributed::Communicator& comm, std::ostream& log);
 
   // Collective. Once every rank has its USR1/TERM handlers (they are installed before anything else
@@ -39,7 +48,8 @@ class RunCheckpoints {
   // that arrives earlier (the default action would kill a rank that has no handler yet).
   void announce_ready();
   // Collective. Rank 0 finds the checkpoint to resume from (or none) and reads it; every rank gets
-  // its progress (nullopt: a fresh start).
+  // its progress (nullopt: a fresh start). `auto` starts afresh only when the directory holds no
+  // checkpoint at all; when it holds some and none can be used, that is an error listing them.
   std::optional<ckpt::Progress> locate();
   // Collective, after locate() found one: rank 0 puts the weights, batch-norm statistics and momentum
   // into the net (validated: another model or shape is an error naming the tensor), then they are
@@ -49,7 +59,9 @@ class RunCheckpoints {
   enum class Next { train, checkpoint, checkpoint_and_stop };
   // Collective, after every step: what to do before the next one.
   Next after_step(std::int64_t step, bool last_step);
-  // Rank 0 writes the checkpoint and prunes old ones; everybody waits for it.
+  // Collective. Rank 0 writes the checkpoint and prunes old ones; everybody waits for it. Weights or
+  // momentum that are not finite are not written: an error on every rank naming the step, and the
+  // previous checkpoint stays `latest`.
   void write(const std::string& model, Net& net, Sgd& sgd, const ckpt::Progress& progress,
              const std::string& configuration);
 
@@ -57,12 +69,17 @@ class RunCheckpoints {
   const std::string& resumed_from() const { return resumed_from_; }
 
  private:
+  // Runs `work` on rank 0 only; then every rank returns, or every rank throws rank 0's error.
+  void on_rank0(const std::function<void()>& work);
+  void open_directory();  // rank 0
+
   CheckpointOptions options_;
   distributed::Communicator& comm_;
   std::ostream& log_;
   ckpt::CheckpointEvery every_;
   ckpt::TimeLimit limit_;
   double last_write_seconds_ = 0;
+  std::optional<ckpt::DirectoryLock> lock_;    // rank 0, for the whole run
   std::optional<ckpt::TrainingState> loaded_;  // rank 0, between locate() and restore()
   std::string resumed_from_;
 };

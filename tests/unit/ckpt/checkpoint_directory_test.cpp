@@ -4,8 +4,10 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <limits>
 
 #include "ckpt_testing.hpp"
+#include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/durable_io.hpp"
 
@@ -33,6 +35,15 @@ TEST_CASE("checkpoint names sort like their steps", "[ckpt]") {
   CHECK_FALSE(ckpt::checkpoint_step("ckpt-.h5"));
   CHECK_FALSE(ckpt::checkpoint_step("ckpt-12a.h5"));
   CHECK_FALSE(ckpt::checkpoint_step("latest"));
+  // Only the names dptrain writes: retention deletes by name, so nothing else may look like one.
+  CHECK_FALSE(ckpt::checkpoint_step("ckpt-5.h5"));
+  CHECK_FALSE(ckpt::checkpoint_step("ckpt-0000000005.h5"));
+  CHECK(ckpt::is_temporary_name("ckpt-000000500.h5.tmp"));
+  CHECK(ckpt::is_temporary_name("latest.tmp"));
+  CHECK(ckpt::is_temporary_name("dptrain-write-check.tmp"));
+  CHECK_FALSE(ckpt::is_temporary_name("ckpt-notes.tmp"));
+  CHECK_FALSE(ckpt::is_temporary_name("ckpt-5.h5.tmp"));
+  CHECK_FALSE(ckpt::is_temporary_name("mine.tmp"));
   CHECK_THROWS_WITH(ckpt::checkpoint_file_name(-1), Catch::Contains("negative"));
 }
 
@@ -86,6 +97,30 @@ TEST_CASE("retention keeps the K newest and the one `latest` names, and removes 
   CHECK_THROWS_WITH(ckpt::prune_checkpoints(dir.path(), -1), Catch::Contains("cannot be negative"));
 }
 
+TEST_CASE("retention never touches what dptrain did not write", "[ckpt]") {
+  ScratchDirectory dir("ckpt-prune-foreign");
+  ScratchDirectory elsewhere("ckpt-prune-target");
+  write_steps(dir.path(), {30, 40, 50});
+  const std::vector<char> precious{'k', 'e', 'e', 'p'};
+  write_bytes(elsewhere.file("precious"), precious);
+  // Names close to ours, and our names on things that are not regular files.
+  write_bytes(dir.file("ckpt-5.h5"), {'a'});
+  write_bytes(dir.file("ckpt-0000000007.h5"), {'b'});
+  write_bytes(dir.file("ckpt-notes.tmp"), {'c'});
+  fs::create_symlink(elsewhere.file("precious"), dir.file("ckpt-000000001.h5"));
+  fs::create_symlink(elsewhere.file("precious"), dir.file("ckpt-000000060.h5.tmp"));
+  fs::create_directory(dir.file("ckpt-000000002.h5"));
+  const auto removed = ckpt::prune_checkpoints(dir.path(), 1);
+  CHECK(removed == std::vector<std::string>{dir.file("ckpt-000000030.h5"), dir.file("ckpt-000000040.h5")});
+  for (const char* name : {"ckpt-5.h5", "ckpt-0000000007.h5", "ckpt-notes.tmp", "ckpt-000000050.h5"}) {
+    CHECK(fs::is_regular_file(dir.file(name)));
+  }
+  CHECK(fs::is_symlink(dir.file("ckpt-000000001.h5")));
+  CHECK(fs::is_symlink(dir.file("ckpt-000000060.h5.tmp")));
+  CHECK(fs::is_directory(dir.file("ckpt-000000002.h5")));
+  CHECK(read_bytes(elsewhere.file("precious")) == precious);
+}
+
 TEST_CASE("resume auto: latest, or the next newest valid checkpoint with a warning", "[ckpt]") {
   ScratchDirectory dir("ckpt-resume");
   std::vector<std::string> warnings;
@@ -130,9 +165,43 @@ TEST_CASE("resume auto: latest, or the next newest valid checkpoint with a warni
     REQUIRE(warnings.size() == 1);
     CHECK_THAT(warnings[0], Catch::Contains("does not exist"));
   }
-  SECTION("nothing valid at all") {
-    write_bytes(dir.file("ckpt-000000005.h5"), {});
+  SECTION("a newest checkpoint holding a NaN (a diverged run's) is skipped") {
+    write_steps(dir.path(), {1});
+    ckpt::TrainingState diverged = synthetic_state(2);
+    diverged.optimizer.momentum[1].value.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+    // Written as an older dptrain would have: the file layer does not judge the values.
+    ckpt::write_checkpoint_file(dir.file("ckpt-000000002.h5"), diverged);
+    ckpt::replace_file_atomically(dir.path(), "latest", "ckpt-000000002.h5\n");
+    const auto found = ckpt::find_resume_checkpoint(dir.path(), warnings);
+    REQUIRE(found);
+    CHECK(found->state.progress.global_step == 1);
+    REQUIRE(warnings.size() == 1);
+    CHECK_THAT(warnings[0], Catch::Contains(dir.file("ckpt-000000002.h5")) &&
+                                Catch::Contains("the momentum buffer of layer1/weight holds 1 value that is not "
+                                                "finite (the first, nan, at index 7)"));
+  }
+  SECTION("checkpoints that all fail are an error listing each, not a fresh start") {
+    write_steps(dir.path(), {1, 2});
+    write_bytes(dir.file("ckpt-000000002.h5"), {});
+    fs::resize_file(dir.file("ckpt-000000001.h5"), 100);
+    fs::create_directory(dir.file("ckpt-000000003.h5"));  // unreadable as a file
+    CHECK_THROWS_WITH(
+        ckpt::find_resume_checkpoint(dir.path(), warnings),
+        Catch::Contains("--resume auto: the checkpoint directory " + dir.path() + " holds 3 checkpoints but none") &&
+            Catch::Contains(dir.file("ckpt-000000003.h5")) &&
+            Catch::Contains(dir.file("ckpt-000000002.h5") + " is empty") &&
+            Catch::Contains(dir.file("ckpt-000000001.h5") + " is not a readable HDF5 file") &&
+            Catch::Contains("--resume none"));
+  }
+  SECTION("a `latest` whose checkpoint is gone is an error, not a fresh start") {
+    ckpt::replace_file_atomically(dir.path(), "latest", "ckpt-000000009.h5\n");
+    CHECK_THROWS_WITH(ckpt::find_resume_checkpoint(dir.path(), warnings),
+                      Catch::Contains("has a 'latest' but no checkpoint") && Catch::Contains("which does not exist"));
+  }
+  SECTION("stray temporaries and foreign files are no checkpoint: a fresh start") {
+    write_bytes(dir.file("ckpt-000000005.h5.tmp"), {'x'});
+    write_bytes(dir.file("notes.txt"), {'n'});
     CHECK_FALSE(ckpt::find_resume_checkpoint(dir.path(), warnings));
-    CHECK(warnings.size() == 1);
+    CHECK(warnings.empty());
   }
 }
