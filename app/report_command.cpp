@@ -54,7 +54,10 @@ void draw_plot(const std::vector<ScalingRow>& rows, const std::string& png) {
     DPTRAIN_CHECK(out.good(), "writing the gnuplot script '", script, "' failed");
   }
   std::filesystem::remove(png);
-  std::vector<char*> argv{const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script.c_str()), nullptr};
+  // gnuplot is run without a shell, with the script as its one argument; a relative path starting with
+  // '-' would read as an option, so it is given as ./PATH.
+  const std::string script_argument = script.front() == '-' ? "./" + script : script;
+  std::vector<char*> argv{const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script_argument.c_str()), nullptr};
   pid_t pid = 0;
   const int rc = ::posix_spawn(&pid, gnuplot.c_str(), nullptr, nullptr, argv.data(), environ);
   DPTRAIN_CHECK(rc == 0, "cannot run '", gnuplot, "': ", std::strerror(rc));

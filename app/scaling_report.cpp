@@ -42,7 +42,59 @@ std::optional<ScalingSample> sample_from(const json& j, const std::string& where
   s.images_per_sec = rate.get<double>();
   return s;
 }
+
+// Whether a byte is a control character (C0 or DEL): a newline would end a gnuplot command and a
+// table row, an escape sequence would drive the terminal.
+bool is_control(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u < 0x20 || u == 0x7f;
+}
+
+// A gnuplot string that gnuplot takes literally: single-quoted, where gnuplot expands no backquote
+// (a double-quoted string runs `command` through the shell), no @macro and no backslash escape; a
+// single quote inside is written twice. It cannot hold a newline, so the text must have none.
+std::string gnuplot_single_quoted(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) {
+    q += c;
+    if (c == '\'') q += '\'';
+  }
+  return q + "'";
+}
+
+// A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string q = "\"";
+  for (char c : text) {
+    q += c;
+    if (c == '"') q += '"';
+  }
+  return q + "\"";
+}
 }  // namespace
+
+std::string printable_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (!is_control(c)) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      static const char* const hex = "0123456789abcdef";
+      const auto u = static_cast<unsigned char>(c);
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 0xf];
+    }
+  }
+  return out;
+}
 
 std::vector<ScalingSample> read_scaling_samples(const std::string& path) {
   std::ifstream in(path);
@@ -109,35 +161,33 @@ std::vector<ScalingRow> scaling_table(const std::vector<ScalingSample>& samples)
 
 void print_scaling_table(std::ostream& out, const std::vector<ScalingRow>& rows) {
   std::size_t width = 5;
-  for (const auto& r : rows) width = std::max(width, r.model.size());
+  for (const auto& r : rows) width = std::max(width, printable_name(r.model).size());
   out << std::left << std::setw(static_cast<int>(width)) << "model" << std::right << std::setw(6) << "GPUs"
       << std::setw(14) << "images/sec" << std::setw(10) << "speedup" << std::setw(12) << "efficiency" << std::setw(6)
       << "runs"
       << "\n";
   for (const auto& r : rows) {
-    out << std::left << std::setw(static_cast<int>(width)) << r.model << std::right << std::setw(6) << r.gpus
-        << std::fixed << std::setprecision(2) << std::setw(14) << r.images_per_sec << std::setw(10) << r.speedup
-        << std::setprecision(1) << std::setw(11) << 100.0 * r.efficiency << "%" << std::setw(6) << r.runs << "\n";
+    out << std::left << std::setw(static_cast<int>(width)) << printable_name(r.model) << std::right << std::setw(6)
+        << r.gpus << std::fixed << std::setprecision(2) << std::setw(14) << r.images_per_sec << std::setw(10)
+        << r.speedup << std::setprecision(1) << std::setw(11) << 100.0 * r.efficiency << "%" << std::setw(6) << r.runs
+        << "\n";
   }
 }
 
 void write_scaling_csv(std::ostream& out, const std::vector<ScalingRow>& rows) {
   out << "model,gpus,images_per_sec,speedup,efficiency,runs\n";
   for (const auto& r : rows) {
-    out << r.model << "," << r.gpus << "," << std::setprecision(10) << r.images_per_sec << "," << r.speedup << ","
-        << r.efficiency << "," << r.runs << "\n";
+    out << csv_field(r.model) << "," << r.gpus << "," << std::setprecision(10) << r.images_per_sec << "," << r.speedup
+        << "," << r.efficiency << "," << r.runs << "\n";
   }
 }
 
 std::string scaling_plot_script(const std::vector<ScalingRow>& rows, const std::string& png_path) {
-  auto quoted = [](const std::string& s) {  // a gnuplot double-quoted string
-    std::string q = "\"";
-    for (char c : s) {
-      if (c == '"' || c == '\\') q += '\\';
-      q += c;
-    }
-    return q + "\"";
-  };
+  // Every string the JSON files or the command line gave goes in single quotes (gnuplot_single_quoted):
+  // gnuplot would run a backquoted command in a double-quoted model name. Model names are shown with
+  // their control characters escaped; the path must have none, or the chart would land elsewhere.
+  DPTRAIN_CHECK(std::find_if(png_path.begin(), png_path.end(), is_control) == png_path.end(), "the chart's path '",
+                printable_name(png_path), "' holds a control character, which a gnuplot script cannot carry");
   int max_gpus = 1;
   std::vector<std::string> models;
   for (const auto& r : rows) {
@@ -151,7 +201,7 @@ std::string scaling_plot_script(const std::vector<ScalingRow>& rows, const std::
     << "} else {\n"
     << "  set terminal png size 900,600 noenhanced\n"
     << "}\n"
-    << "set output " << quoted(png_path) << "\n"
+    << "set output " << gnuplot_single_quoted(png_path) << "\n"
     << "set title \"Training speedup (images/sec) against GPUs\"\n"
     << "set xlabel \"GPUs\"\nset ylabel \"speedup\"\n"
     << "set key top left\nset grid\n"
@@ -165,7 +215,7 @@ std::string scaling_plot_script(const std::vector<ScalingRow>& rows, const std::
   }
   g << "plot x title \"ideal\" with lines dashtype 2 linecolor rgb \"gray40\"";
   for (std::size_t m = 0; m < models.size(); ++m) {
-    g << ", \\\n     $model" << m << " using 1:2 title " << quoted(models[m])
+    g << ", \\\n     $model" << m << " using 1:2 title " << gnuplot_single_quoted(printable_name(models[m]))
       << " with linespoints linewidth 2 pointtype 7";
   }
   g << "\n";

@@ -35,9 +35,17 @@ std::vector<ScalingSample> read_scaling_samples(const std::string& path);
 // it is the plain ratio over one GPU when b = 1, and assumes ideal scaling up to b otherwise.
 std::vector<ScalingRow> scaling_table(const std::vector<ScalingSample>& samples);
 
+// A model name as the table and the chart show it: control characters (a newline, a terminal's escape
+// sequence) written as \n, \r, \t or \xNN, so that a name from a JSON file stays on one line and
+// cannot drive the terminal.
+std::string printable_name(const std::string& name);
+
 void print_scaling_table(std::ostream& out, const std::vector<ScalingRow>& rows);
+// The CSV keeps each name exactly, quoted as RFC 4180 says where it holds a comma, quote or line break.
 void write_scaling_csv(std::ostream& out, const std::vector<ScalingRow>& rows);
-// A gnuplot script that draws speedup against GPUs per model, with the ideal line, into png_path.
+// A gnuplot script that draws speedup against GPUs per model, with the ideal line, into png_path. Every
+// string in it (the path, the model names) is a single-quoted gnuplot string, which gnuplot takes
+// literally (no backquoted command, no macro, no escape); throws when png_path holds a control character.
 std::string scaling_plot_script(const std::vector<ScalingRow>& rows, const std::string& png_path);
 
 }  // namespace dptrain::app

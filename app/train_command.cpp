@@ -81,9 +81,14 @@ Command add_train_command(CLI::App& app) {
                   "if preempted (split a run into chunks; tests)")
       ->check(CLI::PositiveNumber)
       ->group(group);
+  cmd->add_option("--preempt-signal", c.preempt_signal,
+                  "The signal that, like TERM, asks for a checkpoint and exit 75: USR1, USR2, HUP or TERM (give "
+                  "Slurm's --signal the same; USR2 where another library in the job takes USR1)")
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--ready-file", c.ready_file,
-                  "Create this file once every rank catches USR1/TERM (checkpoint "
-                  "and exit 75); slurm/train.sbatch holds back an earlier signal")
+                  "Create this file once every rank catches the --preempt-signal and TERM "
+                  "(checkpoint and exit 75); slurm/train.sbatch holds back an earlier signal")
       ->group(group);
   return [o] { return TrainingRun(*o, std::cout).run(); };
 }

@@ -3,13 +3,14 @@
 #  1-2. a run stopped (exit 75) and resumed ends bit for bit where the uninterrupted run does, on 1 and 2 ranks;
 #  3.   a 2-rank checkpoint resumes on 1 and on 4 ranks with the same global batch and data position;
 #  4.   a truncated or empty newest checkpoint is skipped with a warning naming it;
-#  5.   SIGUSR1 to one rank of two stops both after the same step with exactly one checkpoint; a
-#       signal as soon as --ready-file exists (start-up, before any step) stops after the first step;
+#  5.   SIGUSR1 to one rank of two stops both after the same step with exactly one checkpoint, and so
+#       do SIGUSR2 with --preempt-signal USR2 and SIGTERM with it; a signal as soon as --ready-file
+#       exists (start-up, before any step) stops after the first step;
 #  6.   `dptrain eval` of a checkpoint gives the training run's validation top-1 on 1 and 2 ranks;
 #  7.   a checkpoint of another model is refused;
 #  8.   dynamic loss scaling: a stopped and resumed run keeps its scale and clean-step count, bit for bit,
 #       and (a power-of-two scale being exact in fp32) trains exactly like the unscaled run;
-#  9.   --backend/--precision/--loss-scale mistakes end with one sentence.
+#  9.   --backend/--precision/--loss-scale/--preempt-signal mistakes end with one sentence.
 set -uo pipefail
 dptrain=$1
 mpiexec=$2
@@ -126,17 +127,9 @@ for damage in truncated empty; do
 done
 echo "4. a truncated and an empty newest checkpoint are skipped with a warning"
 
-# 5. SIGUSR1 to one rank of two: both stop after the same step, one checkpoint, exit 75.
-"$mpiexec" --oversubscribe --allow-run-as-root -n 2 "$dptrain" train --model lenet --data "$work/fm" --lr 0.05 \
-  --threads 1 --batch-size 8 --steps 100000 --checkpoint-every 0 --log-every 5 --checkpoint-dir "$work/signal" \
-  > "$work/signal.log" 2>&1 &
-background=$!
-for _ in $(seq 600); do
-  grep -q "step 5/" "$work/signal.log" && break
-  kill -0 "$background" 2> /dev/null || { cat "$work/signal.log"; fail "the signalled job ended before its first step line"; }
-  sleep 0.1
-done
-grep -q "step 5/" "$work/signal.log" || { cat "$work/signal.log"; fail "no step line after 60 s"; }
+# 5. A signal to one rank of two: both stop after the same step, one checkpoint, exit 75. USR1 by
+# default; with --preempt-signal USR2 (for jobs where NCCL or another library takes USR1) it is USR2,
+# and TERM (Slurm's last word at the time limit and on scancel) works with either.
 binary=$(readlink -f "$dptrain")
 # wait_for_stop NAME: the background job (output in $work/NAME.log) must exit 75 after rank 0 reported
 # the stop; sets `stopped` to the step it stopped after.
@@ -155,16 +148,35 @@ rank_pids() {  # rank_pids PATTERN: the dptrain processes (not mpiexec) whose co
     [[ $(readlink -f "/proc/$pid/exe" 2> /dev/null) == "$binary" ]] && ranks+=("$pid")
   done
 }
-rank_pids "$work/signal"
-[[ ${#ranks[@]} -eq 2 ]] || fail "found ${#ranks[@]} dptrain rank processes of the signalled job (${ranks[*]}), expected 2"
-target=$(printf '%s\n' "${ranks[@]}" | sort -n | tail -n 1)
-kill -USR1 "$target"
-wait_for_stop signal
-files=("$work"/signal/ckpt-*.h5)
-[[ ${#files[@]} -eq 1 && -f ${files[0]} ]] || fail "the signalled job left ${#files[@]} checkpoints: ${files[*]}"
-[[ $(cat "$work/signal/latest") == "$(basename "${files[0]}")" ]] || fail "latest does not name ${files[0]}"
-[[ $(inspect_field "${files[0]}" step) == "$stopped" ]] || fail "${files[0]} is not at step $stopped, where the job stopped"
-echo "5. SIGUSR1 to rank pid $target of (${ranks[*]}): both stopped after step $stopped, one checkpoint, exit 75"
+# signal_one_rank NAME SIGNAL [OPTIONS...]: a 2-rank run with OPTIONS into $work/NAME; SIGNAL to one
+# rank once step 5 is logged; the run must stop with one checkpoint, at the step it reported.
+signal_one_rank() {
+  local name=$1 signal=$2
+  shift 2
+  "$mpiexec" --oversubscribe --allow-run-as-root -n 2 "$dptrain" train --model lenet --data "$work/fm" --lr 0.05 \
+    --threads 1 --batch-size 8 --steps 100000 --checkpoint-every 0 --log-every 5 --checkpoint-dir "$work/$name" \
+    "$@" > "$work/$name.log" 2>&1 &
+  background=$!
+  for _ in $(seq 600); do
+    grep -q "step 5/" "$work/$name.log" && break
+    kill -0 "$background" 2> /dev/null || { cat "$work/$name.log"; fail "the $name job ended before its first step line"; }
+    sleep 0.1
+  done
+  grep -q "step 5/" "$work/$name.log" || { cat "$work/$name.log"; fail "$name: no step line after 60 s"; }
+  rank_pids "$work/$name"
+  [[ ${#ranks[@]} -eq 2 ]] || fail "found ${#ranks[@]} dptrain rank processes of the $name job (${ranks[*]}), expected 2"
+  target=$(printf '%s\n' "${ranks[@]}" | sort -n | tail -n 1)
+  kill -s "$signal" "$target"
+  wait_for_stop "$name"
+  files=("$work/$name"/ckpt-*.h5)
+  [[ ${#files[@]} -eq 1 && -f ${files[0]} ]] || fail "the $name job left ${#files[@]} checkpoints: ${files[*]}"
+  [[ $(cat "$work/$name/latest") == "$(basename "${files[0]}")" ]] || fail "latest does not name ${files[0]}"
+  [[ $(inspect_field "${files[0]}" step) == "$stopped" ]] || fail "${files[0]} is not at step $stopped, where the job stopped"
+  echo "5. SIG$signal ${*:+($*) }to rank pid $target of (${ranks[*]}): both stopped after step $stopped, one checkpoint, exit 75"
+}
+signal_one_rank signal USR1
+signal_one_rank usr2 USR2 --preempt-signal USR2
+signal_one_rank term_usr2 TERM --preempt-signal USR2
 # Both ranks signalled the moment the ready file appears, before or during the first step: the
 # handlers are in place, so the run stops at the next step boundary with a checkpoint instead of dying.
 ready=$work/early.ready
@@ -237,5 +249,8 @@ grep -Eq "error: (this dptrain was built without the CUDA backend|--backend cuda
 run bad_scale error "$dptrain" train --model lenet --data "$work/fm" --steps 2 --loss-scale lots
 grep -q "error: --loss-scale must be auto, none, dynamic or a positive number, not 'lots'" "$work/bad_scale.log" ||
   { cat "$work/bad_scale.log"; fail "a bad --loss-scale"; }
-echo "9. bf16 on the CPU, --backend cuda without a GPU and a bad --loss-scale each end with one sentence"
+run bad_signal error "$dptrain" train --model lenet --data "$work/fm" --steps 2 --preempt-signal INT
+grep -q "error: --preempt-signal 'INT' is not one of USR1, USR2, HUP and TERM" "$work/bad_signal.log" ||
+  { cat "$work/bad_signal.log"; fail "a bad --preempt-signal"; }
+echo "9. bf16 on the CPU, --backend cuda without a GPU, a bad --loss-scale and a bad --preempt-signal each end with one sentence"
 echo "PASS"

@@ -60,6 +60,48 @@ grep -q "googlenet *4 *370.00 *3.70 *92.5%" "$work/report.log" || fail "the prin
 [[ $(head -c 8 "$work/out.png" | od -An -tx1 | tr -d ' \n') == "89504e470d0a1a0a" ]] || fail "out.png is not a PNG"
 [[ -s $work/out.png.gp ]] || fail "the gnuplot script is not kept next to the chart"
 
+# Model names are data, never code. gnuplot runs a backquoted command inside a double-quoted string,
+# where the names once went, so names with backquotes, $(...), a macro, both quotes, backslashes, line
+# breaks and an escape sequence must come out as text in the chart, escaped in the table (one line
+# each) and exact in the CSV. The report runs in hostile/, where `touch` would create the files.
+mkdir "$work/hostile"
+cat > "$work/hostile/names.json" <<'EOF'
+[{"model": "x`touch PWNED`y", "world_size": 1, "images_per_sec": 10},
+ {"model": "x`touch PWNED`y", "world_size": 2, "images_per_sec": 18},
+ {"model": "a'b\"c\\d `touch PWNED2`", "world_size": 1, "images_per_sec": 5},
+ {"model": "one\ntwo\r\u001b[31m $(touch PWNED3) @GPVAL_VERSION", "world_size": 1, "images_per_sec": 7},
+ {"model": "tail\\", "world_size": 1, "images_per_sec": 3}]
+EOF
+(cd "$work/hostile" && "$dptrain" report names.json --csv names.csv --plot "chart's.png") > "$work/hostile.log" 2>&1 ||
+  { cat "$work/hostile.log"; fail "report on hostile model names"; }
+cat "$work/hostile.log"
+for pwned in PWNED PWNED2 PWNED3; do [[ ! -e $work/hostile/$pwned ]] || fail "a model name ran a command: $pwned exists"; done
+[[ $(head -c 8 "$work/hostile/chart's.png" | od -An -tx1 | tr -d ' \n') == "89504e470d0a1a0a" ]] ||
+  fail "no chart for the hostile model names"
+# expect_lines FILE: every line of stdin occurs in FILE (fixed strings).
+expect_lines() {
+  local line
+  while IFS= read -r line; do grep -qF -- "$line" "$1" || { cat "$1"; fail "$1 lacks: $line"; }; done
+}
+expect_lines "$work/hostile/chart's.png.gp" <<'EOF'
+set output 'chart''s.png'
+     $model0 using 1:2 title 'x`touch PWNED`y' with linespoints
+     $model1 using 1:2 title 'a''b"c\d `touch PWNED2`' with linespoints
+     $model2 using 1:2 title 'one\ntwo\r\x1b[31m $(touch PWNED3) @GPVAL_VERSION' with linespoints
+     $model3 using 1:2 title 'tail\' with linespoints
+EOF
+expect_lines "$work/hostile.log" <<'EOF'
+one\ntwo\r\x1b[31m $(touch PWNED3) @GPVAL_VERSION     1
+EOF
+[[ $(wc -l < "$work/hostile.log") -eq 8 ]] || fail "the output is not the header, 5 rows and the CSV and chart lines"
+python3 - "$work/hostile/names.csv" "$work/hostile/names.json" <<'EOF' || fail "the CSV does not hold the exact names"
+import csv, json, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+names = [r["model"] for r in json.load(open(sys.argv[2]))]
+assert [r[0] for r in rows[1:]] == names, (rows, names)
+EOF
+echo "hostile model names: drawn as text, no command ran, the table escaped, the CSV exact"
+
 # Bad input: one clear sentence naming the file (and the field), non-zero exit.
 expect_error() {  # expect_error WHAT PATTERN COMMAND...
   local what=$1 pattern=$2; shift 2
@@ -72,5 +114,7 @@ printf '{"type": "summary", "model": "x", "world_size": 1, "images_per_sec_overa
 expect_error "broken line" "broken.jsonl:2: not JSON" "$dptrain" report "$work/broken.jsonl"
 echo '{"type": "step", "step": 1}' > "$work/nosummary.jsonl"
 expect_error "no summary" "nosummary.jsonl' holds no result" "$dptrain" report "$work/nosummary.jsonl"
+expect_error "control character in the chart's path" "holds a control character" \
+  "$dptrain" report "$work/a1.json" --plot "$work/new"$'\n'"line.png"
 expect_error "missing gnuplot" "needs gnuplot" env -u GNUPLOT PATH=/nonexistent "$dptrain" report "$work/a1.json" --plot "$work/x.png"
 echo "PASS"

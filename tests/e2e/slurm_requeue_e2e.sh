@@ -2,7 +2,8 @@
 # End-to-end on the local Slurm test cluster: a training job gets USR1 mid-training, as Slurm sends it
 # before the time limit (`scancel --batch --signal=USR1`, right after its first checkpoint, so the point
 # of interruption does not depend on when Slurm's 30-second timer fires: that path is tested with the
-# stand-in trainer in slurm_requeue_script_e2e.sh); the script forwards it to the ranks, which write a
+# stand-in trainer in slurm_requeue_script_e2e.sh); the script asks the ranks with their preemption
+# signal, USR2 here (--preempt-signal USR2, the choice where NCCL takes USR1), and they write a
 # checkpoint and exit 75; the script requeues the job, which resumes (--resume auto) and finishes with
 # the same final parameters as an uninterrupted run.
 set -uo pipefail
@@ -13,14 +14,17 @@ steps=${DPTRAIN_REQUEUE_STEPS:-600}
 
 [[ $("$dptrain" train --help) == *--checkpoint-dir* ]] || fail "this dptrain has no --checkpoint-dir (checkpoints not merged yet)"
 
-submit() {  # submit NAME: the same training
-  bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 2 --time=00:10:00 --signal=B:USR1@30 --job-name="$1" \
-    --output="$work/$1-%j.out" -- "$repo/slurm/train.sbatch" --model lenet --data "$data" --steps "$steps" \
-    --batch-size 16 --lr 0.1 --log-every 100 --checkpoint-every 50 --run-dir "$work/$1"
+submit() {  # submit NAME [OPTIONS...]: the same training
+  local name=$1
+  shift
+  bash "$repo/slurm/submit.sh" --nodes 1 --gpus-per-node 2 --time=00:10:00 --signal=B:USR1@30 --job-name="$name" \
+    --output="$work/$name-%j.out" -- "$repo/slurm/train.sbatch" --model lenet --data "$data" --steps "$steps" \
+    --batch-size 16 --lr 0.1 --log-every 100 --checkpoint-every 50 --run-dir "$work/$name" "$@"
 }
-# The uninterrupted reference and the interrupted run, side by side.
+# The uninterrupted reference and the interrupted run, side by side; the preemption signal does not
+# change what is trained.
 reference=$(submit reference) || fail "submitting the reference run"
-interrupted=$(submit interrupted) || fail "submitting the interrupted run"
+interrupted=$(submit interrupted --preempt-signal USR2) || fail "submitting the interrupted run"
 first=$work/interrupted/checkpoints/$(printf 'ckpt-%09d.h5' 50)
 deadline=$((SECONDS + 200))
 until [[ -e $first ]]; do
@@ -35,7 +39,8 @@ cat "$work"/interrupted-*.out
 [[ $int_state == COMPLETED ]] || fail "the interrupted run ended $int_state"
 restarts=$(job_field "$interrupted" Restarts)
 (( restarts >= 1 )) || fail "the interrupted run was never requeued (Restarts=$restarts): USR1 did not interrupt it"
-grep -q "received USR1" "$work"/interrupted-*.out || fail "the batch script never got USR1"
+grep -q "received USR1 .*(USR2)" "$work"/interrupted-*.out || fail "the batch script never got USR1 to pass on as USR2"
+grep -q "dptrain train .*--preempt-signal USR2" "$work"/interrupted-*.out || fail "dptrain train was not given --preempt-signal USR2"
 grep -q "requeueing job $interrupted" "$work"/interrupted-*.out || fail "the batch script did not requeue"
 
 final() {  # the newest checkpoint of a run

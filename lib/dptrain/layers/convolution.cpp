@@ -4,7 +4,8 @@
 
 namespace dptrain {
 
-Convolution::Convolution(std::string name, int out_channels, Window2d window, bool bias) : Layer(std::move(name)) {
+Convolution::Convolution(std::string name, int out_channels, Window2d window, bool bias, WeightInit init)
+    : Layer(std::move(name)), init_(init) {
   spec_.out_channels = out_channels;
   spec_.window = window;
   spec_.bias = bias;
@@ -46,7 +47,7 @@ bool Convolution::fuse_relu() {
 }
 
 void Convolution::initialize(std::uint64_t seed) {
-  init_he_normal(*backend_, weight(), spec_.input[1] * spec_.window.kernel_h * spec_.window.kernel_w, seed);
+  init_weights(*backend_, weight(), init_, spec_.input[1] * spec_.window.kernel_h * spec_.window.kernel_w, seed);
   if (spec_.bias) init_constant(*backend_, bias().value, 0.f);
 }
 

@@ -1,11 +1,13 @@
 #pragma once
+#include "dptrain/layers/initializers.hpp"
 #include "dptrain/layers/layer.hpp"
 
 namespace dptrain {
 
 class Convolution final : public Layer {
  public:
-  Convolution(std::string name, int out_channels, Window2d window, bool bias = true);
+  Convolution(std::string name, int out_channels, Window2d window, bool bias = true,
+              WeightInit init = WeightInit::he_normal);
   const char* kind() const override { return "convolution"; }
   Shape setup(std::span<const Shape> inputs, Backend& backend) override;
   void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) override;
@@ -23,6 +25,7 @@ class Convolution final : public Layer {
 
  private:
   ConvolutionSpec spec_;
+  WeightInit init_;
   Shape output_;
   Backend* backend_ = nullptr;
   std::unique_ptr<ConvolutionPlan> plan_;

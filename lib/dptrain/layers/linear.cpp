@@ -4,7 +4,7 @@
 
 namespace dptrain {
 
-Linear::Linear(std::string name, int out_features, bool bias) : Layer(std::move(name)) {
+Linear::Linear(std::string name, int out_features, bool bias, WeightInit init) : Layer(std::move(name)), init_(init) {
   spec_.out_features = out_features;
   spec_.bias = bias;
 }
@@ -38,7 +38,7 @@ void Linear::backward(std::span<const Tensor* const> inputs, const Tensor&, cons
 }
 
 void Linear::initialize(std::uint64_t seed) {
-  init_he_normal(*backend_, weight(), spec_.input.per_sample(), seed);
+  init_weights(*backend_, weight(), init_, spec_.input.per_sample(), seed);
   if (spec_.bias) init_constant(*backend_, bias().value, 0.f);
 }
 

@@ -1,4 +1,5 @@
 #pragma once
+#include "dptrain/layers/initializers.hpp"
 #include "dptrain/layers/layer.hpp"
 
 namespace dptrain {
@@ -6,7 +7,7 @@ namespace dptrain {
 // Fully connected: [N, ...] -> [N, out_features]; the input is flattened per sample.
 class Linear final : public Layer {
  public:
-  Linear(std::string name, int out_features, bool bias = true);
+  Linear(std::string name, int out_features, bool bias = true, WeightInit init = WeightInit::he_normal);
   const char* kind() const override { return "linear"; }
   Shape setup(std::span<const Shape> inputs, Backend& backend) override;
   void forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) override;
@@ -23,6 +24,7 @@ class Linear final : public Layer {
 
  private:
   LinearSpec spec_;
+  WeightInit init_;
   Backend* backend_ = nullptr;
   std::unique_ptr<LinearPlan> plan_;
   std::vector<Parameter> params_;

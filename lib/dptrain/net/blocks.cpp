@@ -11,8 +11,8 @@
 
 namespace dptrain::blocks {
 
-int conv_relu(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window) {
-  const int conv = b.add(std::make_unique<Convolution>(name, out_channels, window, true), {input});
+int conv_relu(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window, WeightInit init) {
+  const int conv = b.add(std::make_unique<Convolution>(name, out_channels, window, true, init), {input});
   return relu(b, name + "/relu", conv);
 }
 
@@ -44,8 +44,8 @@ int global_avg_pool(NetBuilder& b, const std::string& name, int input) {
   return avg_pool(b, name, input, whole);
 }
 
-int linear(NetBuilder& b, const std::string& name, int input, int out_features) {
-  return b.add(std::make_unique<Linear>(name, out_features), {input});
+int linear(NetBuilder& b, const std::string& name, int input, int out_features, WeightInit init) {
+  return b.add(std::make_unique<Linear>(name, out_features, true, init), {input});
 }
 
 int dropout(NetBuilder& b, const std::string& name, int input, float probability) {

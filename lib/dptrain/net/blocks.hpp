@@ -3,11 +3,13 @@
 // batch norm and ReLU (the BN style), pooling, the classifier head. Each returns the output node.
 #include <string>
 
+#include "dptrain/layers/initializers.hpp"
 #include "dptrain/net/net_builder.hpp"
 
 namespace dptrain::blocks {
 
-int conv_relu(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window);
+int conv_relu(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window,
+              WeightInit init = WeightInit::he_normal);
 // Convolution (bias optional: redundant before batch norm), batch norm with `epsilon`, ReLU.
 int conv_bn_relu(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window,
                  bool conv_bias = false, float epsilon = 1e-5f);
@@ -19,7 +21,8 @@ int avg_pool(NetBuilder& b, const std::string& name, int input, Window2d window,
              PoolingKind kind = PoolingKind::average_include_padding, Rounding rounding = Rounding::floor);
 // Average over the whole spatial extent.
 int global_avg_pool(NetBuilder& b, const std::string& name, int input);
-int linear(NetBuilder& b, const std::string& name, int input, int out_features);
+int linear(NetBuilder& b, const std::string& name, int input, int out_features,
+           WeightInit init = WeightInit::he_normal);
 int dropout(NetBuilder& b, const std::string& name, int input, float probability);
 int concat(NetBuilder& b, const std::string& name, std::vector<int> inputs);
 // The classifier loss on `logits`, weighted (auxiliary heads weigh less and train only).

@@ -31,11 +31,14 @@ struct CheckpointOptions {
   std::string time_limit;         // --time-limit
   std::int64_t stop_at_step = 0;  // --stop-at-step (0: never)
   std::string ready_file;         // --ready-file ("" : none)
+  // --preempt-signal: the warning signal that, like SIGTERM, stops the run with a checkpoint (USR1,
+  // USR2, HUP or TERM; ckpt::parse_preemption_signal). Not stored: it is how the job is run, not what.
+  std::string preempt_signal = "USR1";
 };
 
 class RunCheckpoints {
  public:
-  // Collective. The caller has installed the USR1/TERM handlers (ckpt::install_preemption_handlers),
+  // Collective. The caller has installed the signal handlers (ckpt::install_preemption_handlers),
   // first thing, so that a signal during start-up is kept for the first after_step(). With a
   // directory, rank 0 creates it, takes its lock for the whole run (released when this object goes;
   // a lock whose holder died is taken over, saying so), removes the temporary files a killed writer
@@ -43,7 +46,7 @@ class RunCheckpoints {
   // first checkpoint.
   RunCheckpoints(CheckpointOptions options, distributed::Communicator& comm, std::ostream& log);
 
-  // Collective. Once every rank has its USR1/TERM handlers (they are installed before anything else
+  // Collective. Once every rank has its signal handlers (they are installed before anything else
   // in `dptrain train`), rank 0 creates --ready-file, if given: a batch script holds back a signal
   // that arrives earlier (the default action would kill a rank that has no handler yet).
   void announce_ready();

@@ -77,9 +77,10 @@ struct TrainingRun::State {
 
 void TrainingRun::State::start_up() {
   DPTRAIN_CHECK((o.epochs > 0) != (o.steps > 0), "give exactly one of --epochs and --steps");
-  // First of all: a USR1/TERM from here on is remembered and honoured at the first step boundary
-  // (checkpoint, exit 75) instead of killing the rank while MPI and the data are still starting.
-  ckpt::install_preemption_handlers();
+  // First of all: the preemption signal (--preempt-signal, USR1 by default) or TERM from here on is
+  // remembered and honoured at the first step boundary (checkpoint, exit 75) instead of killing the
+  // rank while MPI and the data are still starting; and before NCCL can start a thread.
+  ckpt::install_preemption_handlers(ckpt::parse_preemption_signal(o.checkpoints.preempt_signal));
   job = std::make_unique<distributed::Job>(o.dist, visible_devices(o.device));
   distributed::Communicator& comm = job->communicator();
   o.world_size = job->size();

@@ -1,7 +1,7 @@
 #pragma once
 // A training run: what `dptrain train` does, as a type the command line and the tests drive alike.
 //
-// The constructor is the start-up (collective): the USR1/TERM handlers first, then the job (MPI),
+// The constructor is the start-up (collective): the preemption signal handlers first, then the job (MPI),
 // the manifest, the backend, the model, the checkpoint to resume from (weights, momentum, the data
 // position and the loss scale), the loaders, the trainer and the gradient reducer. Each step() is one
 // training step and the decisions at its end, in this order: the log window, the epoch's end (data

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -437,6 +438,47 @@ const std::vector<ConcatCase> kConcatCases{
     {"a single input", {Shape{2, 5, 3, 3}}, {true}, Shape{2, 5, 3, 3}},
 };
 }  // namespace
+
+// The weight initialisations a model picks (WeightInit): He's Gaussian with variance 2 / fan-in, and
+// Caffe's "xavier" (LeNet, GoogLeNet, AlexNet, which have no batch norm) uniform in +-sqrt(3 / fan-in),
+// variance 1 / fan-in; biases start at 0. 480,000 draws: the sample variance is within 1%.
+TEST_CASE("linear and convolution weights start with their initialisation's variance", "[layers][init]") {
+  struct Moments {
+    double mean = 0, variance = 0, largest = 0;
+  };
+  auto moments = [](const Tensor& t) {
+    Moments m;
+    const float* v = t.data<float>();
+    for (std::int64_t i = 0; i < t.numel(); ++i) m.mean += v[i] / static_cast<double>(t.numel());
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+      m.variance += (v[i] - m.mean) * (v[i] - m.mean) / static_cast<double>(t.numel());
+      m.largest = std::max(m.largest, std::abs(static_cast<double>(v[i])));
+    }
+    return m;
+  };
+  const std::int64_t fan_in = 800;
+  const std::vector<Shape> flat{Shape{2, fan_in}};
+  Linear he("he", 600, true, WeightInit::he_normal), xavier("xavier", 600, true, WeightInit::xavier_uniform);
+  he.setup(flat, cpu());
+  xavier.setup(flat, cpu());
+  he.initialize(5);
+  xavier.initialize(5);
+  const Moments h = moments(he.weight().value), x = moments(xavier.weight().value);
+  CHECK(std::abs(h.mean) < 1e-3);
+  CHECK(h.variance == Approx(2.0 / fan_in).epsilon(0.01));
+  CHECK(std::abs(x.mean) < 1e-3);
+  CHECK(x.variance == Approx(1.0 / fan_in).epsilon(0.01));
+  CHECK(x.largest <= std::sqrt(3.0 / fan_in));
+  CHECK(moments(xavier.bias().value).largest == 0.0);
+  // A convolution's fan-in is its input channels times its window.
+  Convolution conv("conv", 200, Window2d::square(5), true, WeightInit::xavier_uniform);
+  const std::vector<Shape> images{Shape{1, 32, 12, 12}};
+  conv.setup(images, cpu());
+  conv.initialize(5);
+  const Moments c = moments(conv.weight().value);
+  CHECK(c.variance == Approx(1.0 / (32 * 5 * 5)).epsilon(0.01));
+  CHECK(c.largest <= std::sqrt(3.0 / (32 * 5 * 5)));
+}
 
 TEST_CASE("concat matches the double-precision reference and finite differences", "[layers][concat]") {
   std::uint64_t seed = 4000;

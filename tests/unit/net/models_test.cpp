@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "dptrain/core/philox.hpp"
 #include "dptrain/net/models/registry.hpp"
 
 using namespace dptrain;
@@ -68,6 +69,35 @@ TEST_CASE("every model runs forward and backward at batch 2", "[net][models][slo
         without_gradient += !any;
       }
       CHECK(without_gradient == 0);
+    }
+  }
+}
+
+// What the first step of `dptrain train` sees, with the defaults: an untrained classifier should be
+// unsure, its loss near ln(classes). An initialisation too large for a model without batch norm shows
+// here long before it diverges (He's on AlexNet: 35 instead of ln(100) = 4.6; on GoogLeNet: 19 over
+// its three heads instead of 7.4). Inputs are standard normal, as the loader's normalised images.
+TEST_CASE("every model's untrained loss is about ln(classes)", "[net][models][slow]") {
+  constexpr int kClasses = 100;
+  for (const ModelInfo& info : model_zoo()) {
+    DYNAMIC_SECTION(info.name) {
+      auto backend = make_cpu_backend();
+      ModelConfig c;
+      c.batch = 4;
+      c.classes = kClasses;
+      c.aux_heads = false;  // the main classifier's loss alone
+      c.channels = info.default_image_size <= 32 ? 1 : 3;
+      auto net = build_model(info.name, *backend, c);
+      net->initialize(1);
+      const CounterRng rng(11, 0);
+      Tensor& images = net->images();
+      for (std::int64_t i = 0; i < images.numel(); ++i) {
+        images.data<float>()[i] = rng.normal(static_cast<std::uint64_t>(i));
+      }
+      for (int n = 0; n < c.batch; ++n) net->labels().data<std::int32_t>()[n] = 17 * n + 3;
+      const double loss = net->forward(PassContext{true, 1, 0, 0});
+      INFO("loss " << loss << ", ln(classes) " << std::log(kClasses));
+      CHECK(std::abs(loss - std::log(kClasses)) < 0.25 * std::log(kClasses));
     }
   }
 }

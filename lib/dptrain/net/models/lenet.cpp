@@ -8,13 +8,14 @@ namespace dptrain {
 
 std::unique_ptr<Net> build_lenet(Backend& backend, const ModelConfig& c) {
   NetBuilder b(backend, Shape{c.batch, c.channels, c.image_size, c.image_size});
-  int x = b.add(std::make_unique<Convolution>("conv1", 20, Window2d::square(5)), {NetBuilder::kImages});
+  const WeightInit xavier = WeightInit::xavier_uniform;
+  int x = b.add(std::make_unique<Convolution>("conv1", 20, Window2d::square(5), true, xavier), {NetBuilder::kImages});
   x = blocks::max_pool(b, "pool1", x, Window2d::square(2, 2));
-  x = b.add(std::make_unique<Convolution>("conv2", 50, Window2d::square(5)), {x});
+  x = b.add(std::make_unique<Convolution>("conv2", 50, Window2d::square(5), true, xavier), {x});
   x = blocks::max_pool(b, "pool2", x, Window2d::square(2, 2));
-  x = blocks::linear(b, "ip1", x, 500);
+  x = blocks::linear(b, "ip1", x, 500, xavier);
   x = blocks::relu(b, "ip1/relu", x);
-  x = blocks::linear(b, "ip2", x, c.classes);
+  x = blocks::linear(b, "ip2", x, c.classes, xavier);
   blocks::loss(b, "loss", x, 1.f, c.label_smoothing);
   return b.build(c.memory);
 }

@@ -4,6 +4,23 @@
 
 namespace dptrain {
 
+// Every model trains with `dptrain train`'s defaults (0.1 per 256 images, so 0.025 at batch 64; cosine;
+// momentum 0.9; weight decay 1e-4) without diverging, which is how each chooses its initialisation:
+//  - lenet and inception-mini, the models for 28x28 input, train 500 steps at batch 64 on Fashion-MNIST
+//    in tests/e2e/model_defaults_e2e.sh. LeNet, without batch norm and with no ReLU after its
+//    convolutions, takes Caffe's "xavier" as Caffe's LeNet does: with He's it reached NaN at step 13.
+//  - inception-bn, inception-v3 and resnet50 follow every convolution with batch norm, so the scale of
+//    the initial weights never reaches the next layer and the first steps' updates cannot compound;
+//    0.1 per 256 is the rate Goyal et al. train ResNet-50 with. They keep He's.
+//  - googlenet and alexnet have no batch norm, and He's variance of 2 / fan-in, made for a layer and
+//    its ReLU, compounds through their max pools, AlexNet's dropout and the classifier: their
+//    untrained loss at 224x224 with 100 classes is 29 and 31 (ln(100) = 4.6), and AlexNet fell to
+//    chance at once and stayed there. They take Caffe's "xavier", as Caffe's bvlc_googlenet does.
+//    Checked by hand on a synthetic 100-class set (`dptrain data synth`), batch 64, at the default
+//    rate held constant (a long cosine run's first steps): AlexNet at 224x224 from 4.67 to 3.94 in 40
+//    steps; GoogLeNet (three heads, 7.37 untrained) at 96x96 from 7.37 to 6.60 in 110 steps.
+// "every model's untrained loss is about ln(classes)" (tests/unit/net/models_test.cpp) keeps every
+// model's start where these checks had it.
 const std::vector<ModelInfo>& model_zoo() {
   static const std::vector<ModelInfo> zoo = {
       {"lenet", "LeNet-5 as in Caffe's MNIST example (no batch norm)", 28, build_lenet},
