@@ -264,16 +264,17 @@ void Loader::produce(std::int64_t epoch, std::int64_t sample, void* image, std::
   thread_local JpegCropDecoder decoder;
   thread_local Image decoded;
   const CropDraw draw = augmenter_.draw(epoch, sample);
+  // The geometry at the decode scale: the decoder refuses a header that gives another before decoding.
+  const int h = decode_scale_.scaled(height_), w = decode_scale_.scaled(width_);
   try {
-    decoder.decode(encoded.data(), encoded.size(), channels_, decode_scale_, augmenter_.window(draw), path, decoded,
-                   decode_scale_.scaled(height_), decode_scale_.scaled(width_));
+    decoder.decode(encoded.data(), encoded.size(), channels_, decode_scale_, augmenter_.window(draw), path, decoded, h,
+                   w);
   } catch (const Error& e) {
     // The decoder names the file; the sample is added here, so that a sample costs no message.
     const std::string message = e.what();
     const bool named = message.compare(0, path.size(), path) == 0;
     throw Error(detail::concat(path, " (sample ", local, ")", named ? message.substr(path.size()) : ": " + message));
   }
-  const int h = decode_scale_.scaled(height_), w = decode_scale_.scaled(width_);
   DPTRAIN_CHECK(
       decoded.height == h && decoded.width == w && decoded.channels == channels_, path, ": sample ", local,
       " decodes to ", decoded.height, "x", decoded.width, "x", decoded.channels, " but the manifest says ", height_,
