@@ -59,10 +59,37 @@ std::string byte_dataset_problem(hid_t file, hid_t dataset, const char* what) {
   if (user_block != 0) return "the file has a user block";
   return {};
 }
+
+// Where a contiguous dataset's `total` bytes start in the file (through `base`), or why it cannot be
+// read directly: `what` names its contents in the reason.
+std::string contiguous_problem(hid_t create, hid_t dataset, std::uint64_t total, std::uint64_t file_size,
+                               const char* what, haddr_t& base) {
+  if (DPTRAIN_H5_CHECK(H5Pget_external_count(create)) != 0) {
+    return detail::concat("the ", what, " are stored in external files");
+  }
+  if (total == 0) return detail::concat("the shard holds no ", what);
+  base = H5Dget_offset(dataset);
+  if (base == HADDR_UNDEF) return detail::concat("the ", what, " are not allocated");
+  if (base > file_size || total > file_size - base) {
+    return detail::concat("the ", what, " at byte ", base, " (", total, " bytes) lie beyond the end of the file (",
+                          file_size, " bytes): the shard is truncated or corrupt");
+  }
+  return {};
+}
+
+ChunkOffsets direct(std::vector<std::uint64_t> offsets, const char* path) {
+  ChunkOffsets result;
+  result.offsets = std::move(offsets);
+  result.direct_path = path;
+  return result;
+}
+
+ChunkOffsets find_chunk_offsets(hid_t dataset, hid_t create, std::int64_t samples, std::uint64_t sample_bytes,
+                                std::uint64_t file_size);
 }  // namespace
 
-ChunkOffsets find_contiguous_offsets(hid_t file, hid_t dataset, const std::vector<std::uint64_t>& starts,
-                                     std::uint64_t file_size) {
+ChunkOffsets find_jpeg_offsets(hid_t file, hid_t dataset, const std::vector<std::uint64_t>& starts,
+                               std::uint64_t file_size) {
   if (std::string problem = byte_dataset_problem(file, dataset, "JPEG bytes"); !problem.empty()) {
     return fallback(std::move(problem));
   }
@@ -70,42 +97,61 @@ ChunkOffsets find_contiguous_offsets(hid_t file, hid_t dataset, const std::vecto
   if (DPTRAIN_H5_CHECK(H5Pget_layout(create.id())) != H5D_CONTIGUOUS) {
     return fallback("the JPEG bytes are chunked (or compact)");
   }
-  if (DPTRAIN_H5_CHECK(H5Pget_external_count(create.id())) != 0) {
-    return fallback("the JPEG bytes are stored in external files");
-  }
   const std::uint64_t total = starts.empty() ? 0 : starts.back();
-  if (total == 0) return fallback("the shard holds no JPEG bytes");
-  const haddr_t base = H5Dget_offset(dataset);
-  if (base == HADDR_UNDEF) return fallback("the JPEG bytes are not allocated");
-  if (base > file_size || total > file_size - base) {
-    return fallback(detail::concat("the JPEG bytes at byte ", base, " (", total,
-                                   " bytes) lie beyond the end of the file (", file_size,
-                                   " bytes): the shard is truncated or corrupt"));
+  haddr_t base = HADDR_UNDEF;
+  if (std::string problem = contiguous_problem(create.id(), dataset, total, file_size, "JPEG bytes", base);
+      !problem.empty()) {
+    return fallback(std::move(problem));
   }
-  ChunkOffsets result;
-  result.offsets.reserve(starts.size() - 1);
-  for (std::size_t i = 0; i + 1 < starts.size(); ++i) result.offsets.push_back(base + starts[i]);
-  return result;
+  std::vector<std::uint64_t> offsets;
+  offsets.reserve(starts.size() - 1);
+  for (std::size_t i = 0; i + 1 < starts.size(); ++i) offsets.push_back(base + starts[i]);
+  return direct(std::move(offsets), kDirectJpegReadPath);
 }
 
-ChunkOffsets find_chunk_offsets(hid_t file, hid_t dataset, std::int64_t samples, std::uint64_t sample_bytes,
-                                std::uint64_t file_size) {
+ChunkOffsets find_raw_offsets(hid_t file, hid_t dataset, std::int64_t samples, std::uint64_t sample_bytes,
+                              std::uint64_t file_size) {
   if (std::string problem = byte_dataset_problem(file, dataset, "pixels"); !problem.empty()) {
     return fallback(std::move(problem));
   }
-  h5::Handle create(DPTRAIN_H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
-  if (DPTRAIN_H5_CHECK(H5Pget_layout(create.id())) != H5D_CHUNKED) return fallback("the images are not chunked");
-  if (DPTRAIN_H5_CHECK(H5Pget_nfilters(create.id())) != 0) return fallback("the chunks are filtered (compressed)");
   const std::vector<hsize_t> dims = h5::dataset_dims(dataset);
   if (dims.size() != 4) return fallback("the images are not N x H x W x C");
-  hsize_t chunk[4] = {0, 0, 0, 0};
-  if (DPTRAIN_H5_CHECK(H5Pget_chunk(create.id(), 4, chunk)) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
-      chunk[2] != dims[2] || chunk[3] != dims[3]) {
-    return fallback("a chunk is not exactly one image");
-  }
   if (static_cast<std::int64_t>(dims[0]) != samples || dims[1] * dims[2] * dims[3] != sample_bytes) {
     return fallback("the dataset's shape is not the shard's");
   }
+  h5::Handle create(DPTRAIN_H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
+  const H5D_layout_t layout = DPTRAIN_H5_CHECK(H5Pget_layout(create.id()));
+  if (layout == H5D_CHUNKED) return find_chunk_offsets(dataset, create.id(), samples, sample_bytes, file_size);
+  if (layout != H5D_CONTIGUOUS) return fallback("the images are stored compact (in the object header)");
+  haddr_t base = HADDR_UNDEF;
+  const std::uint64_t total = static_cast<std::uint64_t>(samples) * sample_bytes;
+  if (std::string problem = contiguous_problem(create.id(), dataset, total, file_size, "images", base);
+      !problem.empty()) {
+    return fallback(std::move(problem));
+  }
+  std::vector<std::uint64_t> offsets(static_cast<std::size_t>(samples));
+  for (std::size_t i = 0; i < offsets.size(); ++i) offsets[i] = base + i * sample_bytes;
+  return direct(std::move(offsets), kDirectReadPath);
+}
+
+namespace {
+// A chunked `images` dataset (already checked: uint8, N x H x W x C of the shard's shape).
+ChunkOffsets find_chunk_offsets(hid_t dataset, hid_t create, std::int64_t samples, std::uint64_t sample_bytes,
+                                std::uint64_t file_size) {
+  if (DPTRAIN_H5_CHECK(H5Pget_nfilters(create)) != 0) return fallback("the chunks are filtered (compressed)");
+  const std::vector<hsize_t> dims = h5::dataset_dims(dataset);
+  hsize_t chunk[4] = {0, 0, 0, 0};
+  if (DPTRAIN_H5_CHECK(H5Pget_chunk(create, 4, chunk)) != 4 || chunk[0] != 1 || chunk[1] != dims[1] ||
+      chunk[2] != dims[2] || chunk[3] != dims[3]) {
+    return fallback("a chunk is not exactly one image");
+  }
+#if !H5_VERSION_GE(1, 14, 3)
+  if (samples > kMaxChunkLookups) {
+    return fallback(detail::concat("finding the chunks of ", samples, " images one by one takes time quadratic in ",
+                                   "them with HDF5 ", H5_VERS_MAJOR, ".", H5_VERS_MINOR, ".", H5_VERS_RELEASE,
+                                   " (convert the dataset again for the contiguous layout)"));
+  }
+#endif
   ChunkOffsets result;
   result.offsets.assign(static_cast<std::size_t>(samples), kUnset);
   ChunkScan scan{&result, sample_bytes, file_size, {}};
@@ -130,7 +176,9 @@ ChunkOffsets find_chunk_offsets(hid_t file, hid_t dataset, std::int64_t samples,
   for (std::size_t i = 0; i < result.offsets.size(); ++i) {
     if (result.offsets[i] == kUnset) return fallback(detail::concat("sample ", i, "'s chunk is not allocated"));
   }
+  result.direct_path = kDirectChunkReadPath;
   return result;
 }
+}  // namespace
 
 }  // namespace dptrain::data

@@ -24,7 +24,7 @@ struct Loader::Slot {
 };
 
 // The shards opened so far. Every member is touched only under h5::global_mutex(). A direct reader
-// (pread at chunk offsets) stays once opened: it holds only its offsets and labels (12 bytes a
+// (pread at its offsets) stays once opened: it holds only its offsets and labels (12 bytes a
 // sample) and, while it is among the most recently used, a descriptor. An HDF5 reader holds HDF5
 // ids and is dropped when it falls off the most-recently-used list. A worker reading outside the
 // lock holds its own reference (to the reader, or to the descriptor), so an eviction meanwhile does

@@ -50,19 +50,27 @@ void write_atomically(const std::string& path, const ShardHeader& h, const std::
 
 void write_raw_shard(const std::string& path, const ShardHeader& h, const std::uint8_t* pixels,
                      const std::int32_t* labels, const RawShardLayout& layout) {
-  DPTRAIN_CHECK(layout.images_per_chunk > 0 && layout.gzip_level >= 0 && layout.gzip_level <= 9, path,
-                ": a raw shard needs at least one image per chunk and a gzip level of 0-9");
+  DPTRAIN_CHECK(layout.images_per_chunk >= 0 && layout.gzip_level >= 0 && layout.gzip_level <= 9 &&
+                    (layout.gzip_level == 0 || layout.images_per_chunk > 0),
+                path, ": a raw shard's images per chunk must not be negative, and gzip (0-9) needs chunks");
   write_atomically(path, h, labels, [&](hid_t file) {
     const hsize_t dims[4] = {static_cast<hsize_t>(h.samples), static_cast<hsize_t>(h.height),
                              static_cast<hsize_t>(h.width), static_cast<hsize_t>(h.channels)};
-    // One image per chunk (the default): random access, and the loader reads it without HDF5.
-    const hsize_t per_chunk =
-        std::min<hsize_t>(static_cast<hsize_t>(layout.images_per_chunk), std::max<hsize_t>(dims[0], 1));
-    const hsize_t chunk[4] = {per_chunk, dims[1], dims[2], dims[3]};
     h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(4, dims, nullptr)), H5Sclose);
     h5::Handle create(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
-    DPTRAIN_H5_CHECK(H5Pset_chunk(create.id(), 4, chunk));
-    if (layout.gzip_level > 0) DPTRAIN_H5_CHECK(H5Pset_deflate(create.id(), static_cast<unsigned>(layout.gzip_level)));
+    if (layout.images_per_chunk == 0) {
+      // Contiguous (the default): sample i's bytes start at a fixed distance from the dataset's, so the
+      // loader reads with pread without looking anything up (HDF5 1.10 finds N chunks in O(N^2)).
+      DPTRAIN_H5_CHECK(H5Pset_layout(create.id(), H5D_CONTIGUOUS));
+    } else {
+      const hsize_t per_chunk =
+          std::min<hsize_t>(static_cast<hsize_t>(layout.images_per_chunk), std::max<hsize_t>(dims[0], 1));
+      const hsize_t chunk[4] = {per_chunk, dims[1], dims[2], dims[3]};
+      DPTRAIN_H5_CHECK(H5Pset_chunk(create.id(), 4, chunk));
+      if (layout.gzip_level > 0) {
+        DPTRAIN_H5_CHECK(H5Pset_deflate(create.id(), static_cast<unsigned>(layout.gzip_level)));
+      }
+    }
     h5::Handle set(
         DPTRAIN_H5_CHECK(H5Dcreate2(file, "images", H5T_STD_U8LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)),
         H5Dclose);
@@ -311,20 +319,21 @@ std::uint64_t ShardReader::bytes_of(std::int64_t i) const {
 void ShardReader::open_direct_path() {
   const bool raw = header_.encoding == "raw";
   auto file = std::make_shared<SampleFile>(path_);
-  ChunkOffsets found =
-      raw ? find_chunk_offsets(file_h5_.id(), data_.id(), header_.samples, sample_bytes(), file->size())
-          : find_contiguous_offsets(file_h5_.id(), data_.id(), jpeg_starts_, file->size());
-  if (found.direct() && header_.samples > 0) {
-    // One sample read both ways: addresses that HDF5 reports relative to something else than the
-    // file's first byte would show here, before any training reads a wrong pixel.
-    const std::uint64_t bytes = bytes_of(0);
+  ChunkOffsets found = raw ? find_raw_offsets(file_h5_.id(), data_.id(), header_.samples, sample_bytes(), file->size())
+                           : find_jpeg_offsets(file_h5_.id(), data_.id(), jpeg_starts_, file->size());
+  // The first and the last sample read both ways: addresses that HDF5 reports relative to something
+  // else than the file's first byte, or a wrong stride, would show here before any training reads a
+  // wrong pixel.
+  for (const std::int64_t i : {std::int64_t{0}, header_.samples - 1}) {
+    if (!found.direct() || i < 0) break;
+    const std::uint64_t bytes = bytes_of(i);
     std::vector<std::uint8_t> through_hdf5(bytes), direct(bytes);
     if (raw) {
-      read_image_hdf5(0, through_hdf5.data());
+      read_image_hdf5(i, through_hdf5.data());
     } else {
-      read_jpeg_hdf5(0, through_hdf5);
+      read_jpeg_hdf5(i, through_hdf5);
     }
-    file->read(found.offsets[0], bytes, direct.data(), "sample 0");
+    file->read(found.offsets[static_cast<std::size_t>(i)], bytes, direct.data(), "a sample");
     if (through_hdf5 != direct) found = ChunkOffsets{{}, "the offsets found do not give HDF5's bytes"};
   }
   if (!found.direct()) {
@@ -334,7 +343,7 @@ void ShardReader::open_direct_path() {
   offsets_ = std::move(found.offsets);
   file_size_ = file->size();
   file_ = std::move(file);
-  read_path_ = raw ? kDirectReadPath : kDirectJpegReadPath;
+  read_path_ = found.direct_path;
   // HDF5 is done with: no HDF5 id stays open for this shard, however many shards a run touches.
   data_.close();
   file_h5_.close();

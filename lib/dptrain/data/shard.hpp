@@ -1,6 +1,6 @@
 #pragma once
-// One HDF5 shard: `images` (uint8 N x H x W x C, one chunk per image) or, for JPEG, `jpeg_bytes`
-// (every image's bytes back to back, contiguous) with `jpeg_offsets` (uint64 N+1: image i is bytes
+// One HDF5 shard: `images` (uint8 N x H x W x C, contiguous; one chunk per image from earlier converters) or, for JPEG,
+// `jpeg_bytes` (every image's bytes back to back, contiguous) with `jpeg_offsets` (uint64 N+1: image i is bytes
 // [offsets[i], offsets[i+1])); `labels` (int32 N), and root attributes that repeat the geometry, the
 // split, the shard's index and its first global sample, so a shard describes itself. Version 1
 // shards stored JPEG as one variable-length `jpeg` dataset; they are still read. Documented in
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dptrain/core/fields.hpp"
+#include "dptrain/data/chunk_offsets.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/hdf5/handle.hpp"
 
@@ -45,11 +46,13 @@ struct ShardHeader {
   }
 };
 
-// How a raw shard's `images` are chunked. The converter's layout (one image per chunk, no filter) is
-// the one the loader reads without HDF5; the others exist so that tests cover the fallback.
+// How a raw shard stores its `images`. The converter's layout (contiguous) is the one the loader reads
+// without HDF5 at no cost to find; one image per unfiltered chunk (what converters before it wrote) is
+// read without HDF5 too, once every chunk is looked up; the others exist so that tests cover the
+// fallback.
 struct RawShardLayout {
-  int images_per_chunk = 1;
-  int gzip_level = 0;  // 0: no filter
+  int images_per_chunk = 0;  // 0: contiguous
+  int gzip_level = 0;        // 0: no filter (needs chunks)
 };
 
 // Writes a complete shard to `path` (through `path.tmp` and a rename, so a crash never leaves a
@@ -135,9 +138,6 @@ class ShardReader {
   std::shared_ptr<const SampleFile> file_;  // direct readers: open descriptor, or null
   std::string read_path_;
 };
-
-inline constexpr const char* kDirectReadPath = "pread at chunk offsets";
-inline constexpr const char* kDirectJpegReadPath = "pread of the packed JPEG bytes";
 
 // The header the manifest promises for shard `shard` of split `split` (what ShardReader checks).
 ShardHeader expected_shard_header(const Manifest& manifest, const std::string& split, std::size_t shard);

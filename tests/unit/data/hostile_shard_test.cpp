@@ -15,7 +15,7 @@ using namespace dptrain::testing;
 using Catch::Matchers::Contains;
 
 namespace {
-// 4 samples of 2x2x1, raw, one chunk per image.
+// 4 samples of 2x2x1, raw, in the converter's layout (contiguous).
 const data::ShardHeader kHeader{"train", 0, 1, 0, 4, 2, 2, 1, "raw", 10};
 
 std::string good_shard(const TempDir& dir) {

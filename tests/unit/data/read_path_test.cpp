@@ -1,5 +1,6 @@
-// How shards are read: pread at chunk offsets for the converter's layout, H5Dread under the lock for
-// every other, the same pixels either way; recycled batch buffers; JPEG decode at reduced scale.
+// How shards are read: pread of the contiguous images for the converter's layout, pread at chunk
+// offsets for one image per chunk (earlier converters), H5Dread under the lock for every other, the
+// same pixels either way; recycled batch buffers; JPEG decode at reduced scale.
 #include <unistd.h>
 
 #include <atomic>
@@ -32,9 +33,10 @@ std::uint8_t pixel(std::int64_t sample, int y, int x, int c) {
   return static_cast<std::uint8_t>((sample * 67 + c * 85 + y * 13 + x * 3) % 256);
 }
 
-// Four shards of 7, 5, 9 and 6 samples of 12x12x3, raw, written with `layout`; a mean and std that
-// are not 0 and 1, so normalisation is exercised.
-Manifest write_dataset(const fs::path& dir, const RawShardLayout& layout) {
+// Four shards of 7, 5, 9 and 6 samples (or `sizes`) of 12x12x3, raw, written with `layout`; a mean
+// and std that are not 0 and 1, so normalisation is exercised.
+Manifest write_dataset(const fs::path& dir, const RawShardLayout& layout,
+                       std::vector<std::int64_t> sizes = {7, 5, 9, 6}) {
   testing::ShardedDataset spec;
   spec.name = "read-path-test";
   spec.height = spec.width = kSide;
@@ -42,7 +44,7 @@ Manifest write_dataset(const fs::path& dir, const RawShardLayout& layout) {
   spec.classes = kClasses;
   spec.mean = {100.5, 120.25, 90.0};
   spec.stddev = {60.0, 61.5, 59.25};
-  spec.sizes = {7, 5, 9, 6};
+  spec.sizes = std::move(sizes);
   return testing::write_sharded_dataset(dir.string(), spec, [&](const std::string& path, const ShardHeader& h) {
     std::vector<std::uint8_t> pixels;
     std::vector<std::int32_t> labels;
@@ -80,17 +82,20 @@ std::vector<std::vector<std::uint8_t>> batches_of(const Manifest& m, const fs::p
 }  // namespace
 
 TEST_CASE("the converter's layout is read with pread; other layouts through HDF5, naming why", "[data][read_path]") {
-  TempDir one, several, gzip;
-  const Manifest m1 = write_dataset(one.path, RawShardLayout{});
+  TempDir contiguous, one, several, gzip;
+  const Manifest mc = write_dataset(contiguous.path, RawShardLayout{});
+  const Manifest m1 = write_dataset(one.path, RawShardLayout{1, 0});
   const Manifest m3 = write_dataset(several.path, RawShardLayout{3, 0});
   const Manifest mz = write_dataset(gzip.path, RawShardLayout{1, 4});
   const auto reader = [](const Manifest& m, const fs::path& dir) {
     return ShardReader((dir / m.split("train").shards[2].file).string(), expected_header(m, 2));
   };
-  const ShardReader direct = reader(m1, one.path), chunked = reader(m3, several.path),
-                    compressed = reader(mz, gzip.path);
+  const ShardReader direct = reader(mc, contiguous.path), per_chunk = reader(m1, one.path),
+                    chunked = reader(m3, several.path), compressed = reader(mz, gzip.path);
   CHECK(direct.reads_directly());
   CHECK(direct.read_path() == kDirectReadPath);
+  CHECK(per_chunk.reads_directly());
+  CHECK(per_chunk.read_path() == kDirectChunkReadPath);
   CHECK_FALSE(chunked.reads_directly());
   CHECK_THAT(chunked.read_path(), Contains("H5Dread") && Contains("not exactly one image"));
   CHECK_FALSE(compressed.reads_directly());
@@ -98,24 +103,45 @@ TEST_CASE("the converter's layout is read with pread; other layouts through HDF5
   // Every sample the same bytes, whichever way it is read.
   const std::size_t bytes = kSide * kSide * kChannels;
   for (std::int64_t i = 0; i < direct.header().samples; ++i) {
-    std::vector<std::uint8_t> a(bytes), b(bytes), c(bytes);
+    std::vector<std::uint8_t> a(bytes), b(bytes), c(bytes), d(bytes);
     direct.read_image(i, a.data());
-    chunked.read_image(i, b.data());
-    compressed.read_image(i, c.data());
+    per_chunk.read_image(i, b.data());
+    chunked.read_image(i, c.data());
+    compressed.read_image(i, d.data());
     REQUIRE(a == b);
     REQUIRE(a == c);
+    REQUIRE(a == d);
     CHECK(a[5] == pixel(direct.header().first_sample + i, 0, 1, 2));
   }
 }
 
-TEST_CASE("training batches are bit-identical on the pread path and on the HDF5 fallback", "[data][read_path]") {
-  TempDir one, several, gzip;
-  const Manifest m1 = write_dataset(one.path, RawShardLayout{});
+TEST_CASE("a shard of many images, one per chunk, is not looked up chunk by chunk on an old HDF5",
+          "[data][read_path]") {
+  TempDir dir;
+  const Manifest m = write_dataset(dir.path, RawShardLayout{1, 0}, {kMaxChunkLookups + 1});
+  const ShardReader reader((dir.path / m.split("train").shards[0].file).string(), expected_header(m, 0));
+#if H5_VERSION_GE(1, 14, 3)
+  CHECK(reader.read_path() == kDirectChunkReadPath);  // one pass over the chunk index
+#else
+  CHECK_FALSE(reader.reads_directly());
+  CHECK_THAT(reader.read_path(), Contains("H5Dread") && Contains("quadratic") && Contains("convert the dataset again"));
+#endif
+  std::vector<std::uint8_t> last(kSide * kSide * kChannels);
+  reader.read_image(kMaxChunkLookups, last.data());
+  CHECK(last[5] == pixel(kMaxChunkLookups, 0, 1, 2));
+}
+
+TEST_CASE("training batches are bit-identical on the pread paths and on the HDF5 fallback", "[data][read_path]") {
+  TempDir contiguous, one, several, gzip;
+  const Manifest mc = write_dataset(contiguous.path, RawShardLayout{});
+  const Manifest m1 = write_dataset(one.path, RawShardLayout{1, 0});
   const Manifest m3 = write_dataset(several.path, RawShardLayout{4, 0});
   const Manifest mz = write_dataset(gzip.path, RawShardLayout{2, 6});
-  std::string p1, p3, pz;
-  const auto direct = batches_of(m1, one.path, training(2, 0), &p1);
-  CHECK(p1 == kDirectReadPath);
+  std::string pc, p1, p3, pz;
+  const auto direct = batches_of(mc, contiguous.path, training(2, 0), &pc);
+  CHECK(pc == kDirectReadPath);
+  CHECK(batches_of(m1, one.path, training(2, 0), &p1) == direct);
+  CHECK(p1 == kDirectChunkReadPath);
   CHECK(batches_of(m3, several.path, training(2, 0), &p3) == direct);
   CHECK_THAT(p3, Contains("H5Dread"));
   CHECK(batches_of(mz, gzip.path, training(1, 0), &pz) == direct);
@@ -123,10 +149,12 @@ TEST_CASE("training batches are bit-identical on the pread path and on the HDF5 
 }
 
 TEST_CASE("shards closed and reopened (one open at a time) give the same batches", "[data][read_path]") {
-  TempDir one, gzip;
-  const Manifest m1 = write_dataset(one.path, RawShardLayout{});
+  TempDir contiguous, one, gzip;
+  const Manifest mc = write_dataset(contiguous.path, RawShardLayout{});
+  const Manifest m1 = write_dataset(one.path, RawShardLayout{1, 0});
   const Manifest mz = write_dataset(gzip.path, RawShardLayout{1, 1});
-  const auto reference = batches_of(m1, one.path, training(1, 0));
+  const auto reference = batches_of(mc, contiguous.path, training(1, 0));
+  CHECK(batches_of(mc, contiguous.path, training(3, 1)) == reference);
   CHECK(batches_of(m1, one.path, training(3, 1)) == reference);
   CHECK(batches_of(mz, gzip.path, training(3, 1)) == reference);
 }
