@@ -74,7 +74,14 @@ Command add_train_command(CLI::App& app) {
       ->group(group);
   cmd->add_option("--time-limit", c.time_limit,
                   "Checkpoint and exit with code 75 before this much wall time "
-                  "(HH:MM:SS, 90m, 2h); Slurm's end time is used as well")
+                  "(HH:MM:SS, 90m, 2h); Slurm's end time is used as well. The run stops while the next step, "
+                  "the evaluation after it at an epoch's end, twice the last checkpoint's write and 60 s still fit")
+      ->group(group);
+  cmd->add_option("--checkpoint-timeout", c.timeout,
+                  "How long the other ranks wait for rank 0's checkpoint work (writing one; reading and "
+                  "validating the candidates at resume) before the stall watchdog aborts the job (instead of "
+                  "--stall-timeout)")
+      ->capture_default_str()
       ->group(group);
   cmd->add_option("--stop-at-step", c.stop_at_step,
                   "Checkpoint and exit with code 75 after this global step, as "

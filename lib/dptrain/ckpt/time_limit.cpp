@@ -41,8 +41,8 @@ bool TimeLimit::should_stop_now(std::chrono::duration<double> margin, WallClock:
   return deadline_ && seconds_left(now) < margin.count();
 }
 
-std::chrono::duration<double> stop_margin(double last_write_seconds, double slack_seconds) {
-  return std::chrono::duration<double>(2 * last_write_seconds + slack_seconds);
+std::chrono::duration<double> stop_margin(double last_write_seconds, double next_seconds, double slack_seconds) {
+  return std::chrono::duration<double>(next_seconds + 2 * last_write_seconds + slack_seconds);
 }
 
 }  // namespace dptrain::ckpt

@@ -2,7 +2,8 @@
 // When a job must stop: its wall-clock deadline from `--time-limit` (counted from the start of the
 // run) and from Slurm's SLURM_JOB_END_TIME (epoch seconds), the earlier of the two. The training loop
 // asks should_stop_now(margin) between steps, with a margin large enough to write one more checkpoint
-// and exit before Slurm kills the job (stop_margin: twice the last write, plus slack).
+// and exit before Slurm kills the job (stop_margin: the work until the next chance to stop, twice
+// the last write, plus slack).
 #include <chrono>
 #include <optional>
 #include <string>
@@ -36,8 +37,10 @@ class TimeLimit {
   std::optional<WallClock::time_point> deadline_;
 };
 
-// The margin to stop with: twice the duration of the last checkpoint write (the next may be slower: a
-// busy file system), plus `slack` for leaving the loop and exiting.
-std::chrono::duration<double> stop_margin(double last_write_seconds, double slack_seconds = 60);
+// The margin to stop with after a step: `next_seconds`, the work the run does before it can next stop
+// (the next step, and the evaluation after it when that step ends an epoch), twice the duration of
+// the last checkpoint write (the next may be slower: a busy file system), plus `slack` for leaving
+// the loop and exiting.
+std::chrono::duration<double> stop_margin(double last_write_seconds, double next_seconds, double slack_seconds = 60);
 
 }  // namespace dptrain::ckpt

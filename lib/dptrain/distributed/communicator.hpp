@@ -34,12 +34,33 @@ class Communicator {
   virtual void allgather(const void* mine, void* all, std::size_t bytes) = 0;
   virtual void barrier() = 0;
 
+  // From begin_long_wait until end_long_wait, collectives may wait up to `seconds` (when longer than
+  // the stall timeout) for a rank busy with `why` (rank 0 writing a checkpoint): the stall watchdog
+  // allows it and names `why` and `option` if it trips. Every rank brackets the same collectives.
+  // String literals. Use LongWait. Communicators without a watchdog ignore it.
+  virtual void begin_long_wait(const char* /*why*/, const char* /*option*/, double /*seconds*/) {}
+  virtual void end_long_wait() {}
+
   void allreduce_sum(float* data, std::size_t count) { allreduce(data, count, ElementType::f32, ReduceOp::sum); }
   void allreduce_sum(double* data, std::size_t count) { allreduce(data, count, ElementType::f64, ReduceOp::sum); }
   std::int64_t max(std::int64_t value) {
     allreduce(&value, 1, ElementType::i64, ReduceOp::max);
     return value;
   }
+};
+
+// A long wait for the lifetime of a scope (see Communicator::begin_long_wait).
+class LongWait {
+ public:
+  LongWait(Communicator& comm, const char* why, const char* option, double seconds) : comm_(comm) {
+    comm_.begin_long_wait(why, option, seconds);
+  }
+  ~LongWait() { comm_.end_long_wait(); }
+  LongWait(const LongWait&) = delete;
+  LongWait& operator=(const LongWait&) = delete;
+
+ private:
+  Communicator& comm_;
 };
 
 // One process alone: every collective is the identity.

@@ -43,6 +43,10 @@ class MpiCommunicator : public Communicator {
   void broadcast(void* data, std::size_t bytes, int root) override;
   void allgather(const void* mine, void* all, std::size_t bytes) override;
   void barrier() override;
+  void begin_long_wait(const char* why, const char* option, double seconds) override {
+    watch_->begin_long_wait(why, option, seconds);
+  }
+  void end_long_wait() override { watch_->end_long_wait(); }
 
  protected:
   // Runs one MPI collective named `call`: `blocking()` when the watch guards blocking calls, else

@@ -50,9 +50,22 @@ void StallWatch::run_watchdog() {
   }
 }
 
+void StallWatch::begin_long_wait(const char* why, const char* option, double seconds) {
+  option_ = option;
+  long_limit_ = seconds;
+  why_ = why;
+}
+
+void StallWatch::end_long_wait() { why_ = nullptr; }
+
 void StallWatch::started(const char* what) {
   const std::int64_t count = ++count_;
   what_ = what;
+  const char* why = why_;
+  const bool longer = why != nullptr && long_limit_ > timeout_;
+  limit_ = longer ? long_limit_.load() : timeout_;
+  limit_option_ = longer ? option_.load() : "--stall-timeout";
+  limit_why_ = why;
   started_at_ = MPI_Wtime();
   running_ = true;
   if (rank_ == 0) {
@@ -93,7 +106,7 @@ void StallWatch::drain_heartbeats() {
 void StallWatch::check_clock() {
   if (!running_) return;
   const double waited = MPI_Wtime() - started_at_;
-  if (waited > timeout_ + (rank_ == 0 ? 0 : kGraceSeconds)) report_stall(waited);
+  if (waited > limit_ + (rank_ == 0 ? 0 : kGraceSeconds)) report_stall(waited);
 }
 
 void StallWatch::wait(MPI_Request& request) {
@@ -116,8 +129,9 @@ void StallWatch::wait(MPI_Request& request) {
 void StallWatch::report_stall(double waited) {
   std::ostringstream out;
   const std::int64_t count = count_;
-  out << "collective #" << count << " (" << what_.load() << ") has waited " << static_cast<int>(waited)
-      << " s, longer than --stall-timeout " << timeout_ << " s; ";
+  const char* why = limit_why_;
+  out << "collective #" << count << " (" << what_.load() << (why ? ", " : "") << (why ? why : "") << ") has waited "
+      << static_cast<int>(waited) << " s, longer than " << limit_option_.load() << " " << limit_.load() << " s; ";
   if (rank_ == 0) {
     std::vector<int> late;
     std::lock_guard lock(seen_mutex_);

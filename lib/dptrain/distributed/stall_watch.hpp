@@ -11,6 +11,12 @@
 // counts while the caller sits in a blocking collective (the fast path: Open MPI's blocking
 // allreduce is ~1.4x faster than its non-blocking one); without it, the caller starts non-blocking
 // collectives and polls them through wait(), checking the clock itself.
+//
+// A long wait (begin_long_wait) is a stretch of the job in which collectives may legitimately wait
+// much longer than the stall timeout: the ranks wait while rank 0 alone writes a checkpoint or reads
+// and validates the candidates at resume, which on a busy parallel file system takes minutes. Every
+// rank enters it together; until it ends, the watchdog gives each collective the long wait's own
+// limit (when longer) and names it and its option in a report.
 #include <mpi.h>
 
 #include <atomic>
@@ -38,6 +44,10 @@ class StallWatch {
   void finished();
   // Polls `request` until it completes, aborting the job when it stalls past the timeout.
   void wait(MPI_Request& request);
+  // Collectives started from now until end_long_wait() wait up to `seconds` (or the stall timeout, if
+  // longer); `why` and `option` ("--checkpoint-timeout") name the wait in a report. String literals.
+  void begin_long_wait(const char* why, const char* option, double seconds);
+  void end_long_wait();
 
   double timeout_seconds() const { return timeout_; }
 
@@ -51,9 +61,14 @@ class StallWatch {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   double timeout_;
+  // The long wait in force (why_ null: none); read by the watchdog thread.
+  std::atomic<const char*> why_{nullptr}, option_{"--stall-timeout"};
+  std::atomic<double> long_limit_{0};
   std::atomic<std::int64_t> count_{0};
   std::atomic<const char*> what_{""};
   std::atomic<double> started_at_{0};
+  std::atomic<double> limit_{0};  // of the running collective
+  std::atomic<const char*> limit_option_{"--stall-timeout"}, limit_why_{nullptr};
   std::atomic<bool> running_{false};  // a collective is in progress
 
   std::mutex seen_mutex_;

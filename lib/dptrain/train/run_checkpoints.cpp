@@ -10,9 +10,11 @@
 #include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/finite_state.hpp"
 #include "dptrain/ckpt/preemption.hpp"  // preemption_requested (train installs the handlers first)
+#include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/distributed/broadcast.hpp"
 #include "dptrain/distributed/parameter_sync.hpp"
+#include "dptrain/distributed/root_work.hpp"
 
 namespace dptrain {
 
@@ -21,8 +23,10 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, distributed::Communica
       comm_(comm),
       log_(log),
       every_(ckpt::CheckpointEvery::parse(options_.every)),
-      limit_(ckpt::TimeLimit::from_environment(options_.time_limit)) {
+      limit_(ckpt::TimeLimit::from_environment(options_.time_limit)),
+      timeout_seconds_(parse_duration_seconds(options_.timeout, "--checkpoint-timeout")) {
   DPTRAIN_CHECK(options_.keep >= 0, "--keep must be 0 (keep all) or more, not ", options_.keep);
+  DPTRAIN_CHECK(timeout_seconds_ > 0, "--checkpoint-timeout must be longer than 0 s");
   if (comm_.rank() == 0 && limit_.deadline()) {
     log_ << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left()
          << " s from now; the run checkpoints and stops (exit code 75) before it\n";
@@ -31,18 +35,8 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, distributed::Communica
 }
 
 void RunCheckpoints::on_rank0(const std::function<void()>& work) {
-  std::string failure;
-  if (comm_.rank() == 0) {
-    try {
-      work();
-    } catch (const std::exception& e) {
-      failure = e.what();
-      if (failure.empty()) failure = "unknown error on rank 0";
-    }
-  }
-  // Also what holds the other ranks until rank 0 is done (a checkpoint complete before anyone exits).
-  distributed::broadcast_text(failure, comm_);
-  if (!failure.empty()) throw Error(failure);
+  distributed::run_on_root(comm_, {"waiting for rank 0's checkpoint work", "--checkpoint-timeout", timeout_seconds_},
+                           work);
 }
 
 void RunCheckpoints::open_directory() {
@@ -115,12 +109,12 @@ void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd) {
   distributed::broadcast_training_state(net, sgd, comm_);
 }
 
-RunCheckpoints::Next RunCheckpoints::after_step(std::int64_t step, bool last_step) {
+RunCheckpoints::Next RunCheckpoints::after_step(std::int64_t step, bool last_step, double next_seconds) {
   // Agreed flags (max over the ranks): 0 a signal arrived, 1 the time limit is near (rank 0's clock),
   // 2 a checkpoint is due (rank 0's clock for time-based schedules).
   std::int64_t flags[3] = {ckpt::preemption_requested() ? 1 : 0, 0, 0};
   if (comm_.rank() == 0) {
-    flags[1] = limit_.should_stop_now(ckpt::stop_margin(last_write_seconds_)) ? 1 : 0;
+    flags[1] = limit_.should_stop_now(ckpt::stop_margin(last_write_seconds_, next_seconds)) ? 1 : 0;
     flags[2] = enabled() && !every_.never() && every_.due(step) ? 1 : 0;
   }
   if (options_.stop_at_step > 0 && step == options_.stop_at_step) flags[0] = 1;

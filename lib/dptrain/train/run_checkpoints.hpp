@@ -31,6 +31,9 @@ struct CheckpointOptions {
   std::string time_limit;         // --time-limit
   std::int64_t stop_at_step = 0;  // --stop-at-step (0: never)
   std::string ready_file;         // --ready-file ("" : none)
+  // --checkpoint-timeout: how long the other ranks wait for rank 0's checkpoint work (writing one,
+  // reading and validating the candidates at resume) before the stall watchdog aborts the job.
+  std::string timeout = "30m";
   // --preempt-signal: the warning signal that, like SIGTERM, stops the run with a checkpoint (USR1,
   // USR2, HUP or TERM; ckpt::parse_preemption_signal). Not stored: it is how the job is run, not what.
   std::string preempt_signal = "USR1";
@@ -60,8 +63,11 @@ class RunCheckpoints {
   void restore(const std::string& model, Net& net, Sgd& sgd);
 
   enum class Next { train, checkpoint, checkpoint_and_stop };
-  // Collective, after every step: what to do before the next one.
-  Next after_step(std::int64_t step, bool last_step);
+  // Collective, after every step: what to do before the next one. `next_seconds` (rank 0's) is how
+  // long the run will take before it can next stop (the next step, and the evaluation after it when
+  // it ends an epoch): with a time limit the run stops now when that, a checkpoint and some slack no
+  // longer fit.
+  Next after_step(std::int64_t step, bool last_step, double next_seconds = 0);
   // Collective. Rank 0 writes the checkpoint and prunes old ones; everybody waits for it. Weights or
   // momentum that are not finite are not written: an error on every rank naming the step, and the
   // previous checkpoint stays `latest`.
@@ -81,6 +87,7 @@ class RunCheckpoints {
   std::ostream& log_;
   ckpt::CheckpointEvery every_;
   ckpt::TimeLimit limit_;
+  double timeout_seconds_;  // --checkpoint-timeout
   double last_write_seconds_ = 0;
   std::optional<ckpt::DirectoryLock> lock_;    // rank 0, for the whole run
   std::optional<ckpt::TrainingState> loaded_;  // rank 0, between locate() and restore()

@@ -9,6 +9,7 @@
 #include "dptrain/distributed/gradient_reducer.hpp"
 #include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
+#include "dptrain/train/next_stop.hpp"
 #include "dptrain/train/shared_manifest.hpp"
 #include "dptrain/train/training_log.hpp"
 
@@ -73,6 +74,7 @@ struct TrainingRun::State {
   void announce();
   void fetch(data::Batch& into);
   ckpt::Progress progress_after(const data::Batch& done) const;
+  double seconds_before_next_stop(double step_seconds) const;
 };
 
 void TrainingRun::State::start_up() {
@@ -219,6 +221,17 @@ void TrainingRun::State::announce() {
   }
 }
 
+double TrainingRun::State::seconds_before_next_stop(double step_seconds) const {
+  // `progress` is where the next step starts.
+  NextStop next;
+  next.step_seconds = step_seconds;
+  next.evaluates = eval_loader && (step + 2 == total_steps ||
+                                   step_ends_epoch(progress.samples_in_epoch, global_batch, samples_per_epoch));
+  if (last_eval) next.last_evaluation_seconds = last_eval->seconds;
+  if (eval_loader) next.evaluation_batches = (eval_loader->samples() + global_batch - 1) / global_batch;
+  return dptrain::seconds_before_next_stop(next);
+}
+
 void TrainingRun::State::fetch(data::Batch& into) {
   const auto t = clock::now();
   into = train_loader->next();
@@ -232,7 +245,7 @@ ckpt::Progress TrainingRun::State::progress_after(const data::Batch& done) const
   ckpt::Progress p = progress;
   p.epoch = done.epoch;
   p.samples_in_epoch = done.position + global_batch;
-  if (p.samples_in_epoch + global_batch > samples_per_epoch) {
+  if (step_ends_epoch(done.position, global_batch, samples_per_epoch)) {
     ++p.epoch;
     p.samples_in_epoch = 0;
   }
@@ -263,7 +276,8 @@ StepOutcome TrainingRun::step() {
   const StepResult& r = outcome.result;
   DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
                 "; lower --lr or check the data");
-  s.log->record_step(r, s.per_rank_batch, since(s.step_start), s.wait);
+  const double step_seconds = since(s.step_start);
+  s.log->record_step(r, s.per_rank_batch, step_seconds, s.wait);
   s.wait = 0;
   s.progress = s.progress_after(s.batch);
   const bool last = step + 1 == s.total_steps;
@@ -277,7 +291,7 @@ StepOutcome TrainingRun::step() {
     s.log->report_evaluation(s.batch.epoch, step + 1, *s.last_eval);
     outcome.evaluated = true;
   }
-  const RunCheckpoints::Next next = s.checkpoints->after_step(step + 1, last);
+  const RunCheckpoints::Next next = s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(step_seconds));
   if (next != RunCheckpoints::Next::train && s.checkpoints->enabled()) {
     s.checkpoints->write(s.o.model, *s.net, s.trainer->optimizer(), s.progress, s.configuration);
     outcome.checkpointed = true;

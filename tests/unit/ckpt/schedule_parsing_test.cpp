@@ -39,11 +39,17 @@ TEST_CASE("the deadline is the earlier of --time-limit and SLURM_JOB_END_TIME", 
   CHECK(ckpt::TimeLimit::from("", start, "1001800").deadline() == start + 30min);
   CHECK_FALSE(ckpt::TimeLimit::from("", start, "0").deadline());  // Slurm's "no limit"
   CHECK_THROWS_WITH(ckpt::TimeLimit::from("", start, "soon"), Catch::Contains("SLURM_JOB_END_TIME='soon'"));
-  // Stop once less than the margin (twice the last write plus slack) is left.
-  const auto margin = ckpt::stop_margin(20, 60);
+  // Stop once less than the margin (the next step and its evaluation, twice the last write, plus
+  // slack) is left.
+  const auto margin = ckpt::stop_margin(20, 0, 60);
   CHECK(margin.count() == 100);
   CHECK_FALSE(limit.should_stop_now(margin, start + 3499s));
   CHECK(limit.should_stop_now(margin, start + 3501s));
+  // An epoch's end with 5 minutes of evaluation next: the run stops 5 minutes earlier.
+  const auto before_evaluation = ckpt::stop_margin(20, 300, 60);
+  CHECK(before_evaluation.count() == 400);
+  CHECK(limit.should_stop_now(before_evaluation, start + 3201s));
+  CHECK_FALSE(limit.should_stop_now(before_evaluation, start + 3199s));
   CHECK(limit.seconds_left(start + 1h + 5s) == -5);
 }
 

@@ -69,6 +69,13 @@ TEST_CASE("a run checks and locks its checkpoint directory when it starts", "[tr
     CHECK_THROWS_WITH(RunCheckpoints(options_for(dir.file("a-file")), comm, log),
                       Catch::Contains("cannot create the checkpoint directory " + dir.file("a-file")));
   }
+  SECTION("a --checkpoint-timeout that is not a positive duration is refused") {
+    for (const char* bad : {"0", "soon", "-5m"}) {
+      CheckpointOptions o = options_for(dir.path());
+      o.timeout = bad;
+      CHECK_THROWS_WITH(RunCheckpoints(o, comm, log), Catch::Contains("--checkpoint-timeout"));
+    }
+  }
   SECTION("a symlink planted at a temporary name stops the start") {
     fs::create_symlink("/etc/hostname", dir.file("latest.tmp"));
     CHECK_THROWS_WITH(RunCheckpoints(options_for(dir.path()), comm, log),
