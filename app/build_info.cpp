@@ -22,6 +22,9 @@ std::string describe_build() {
   out << config::build_type << ", " << config::compiler;
   if (config::have_cuda) out << ", CUDA architectures " << config::cuda_architectures;
   out << "\n";
+  // What the CUDA backend was compiled and linked against (the run-time versions follow below).
+  if (config::have_cuda)
+    out << "toolkit:  " << config::cuda_toolkit << "\n          " << config::cuda_libraries << "\n";
   return out.str();
 }
 

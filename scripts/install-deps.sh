@@ -13,7 +13,7 @@ data_pkgs=(dataset-fashion-mnist)
 # The local Slurm test cluster (slurmctld, slurmd, the PMIx plugin, munge), the report's plot, and
 # the lint of the shipped scripts.
 cluster_pkgs=(slurm-wlm slurm-wlm-basic-plugins munge libpmix2 gnuplot-nox shellcheck)
-packaging_pkgs=(python3 python3-yaml)  # tests/packaging reads spack.yaml and the Spack recipe
+packaging_pkgs=(python3 python3-yaml)  # tests/packaging reads spack/env/spack.yaml and the Spack recipe
 all_pkgs=("${build_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}" "${cluster_pkgs[@]}" "${packaging_pkgs[@]}")
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
@@ -22,7 +22,7 @@ install-deps: this is not a Debian-like system, so nothing was installed.
 Install these (or their equivalents) yourself: a C++20 compiler, CMake >= 3.25, oneDNN, Open MPI,
 HDF5 (C library and tools), CLI11, Catch2 v2, libjpeg-turbo, nlohmann-json, zlib, Python 3 with
 PyYAML (for the tests), and optionally CUDA + cuDNN + NCCL.
-With Spack:  spack env activate . && spack concretize && spack install   (see README.md)
+With Spack:  spack env activate spack/env && spack concretize && spack install   (see README.md)
 MSG
   exit 0
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Spack environment (spack.yaml) and recipe (spack/repo/...) against the CMake build.
+"""The Spack environment (spack/env/spack.yaml) and recipe (spack/repo/...) against the CMake build.
 
 Spack itself cannot be downloaded on these machines, so this checks what can be checked without it:
 spack.yaml is valid YAML with the C4130 specs; package.py compiles with Python 3 and declares every
@@ -57,7 +57,14 @@ PINNED_MAJOR = {"onednn": 2, "catch2": 2}
 # The C4130 P100 environment the issue asks for.
 ENV_SPECS = ["dptrain", "cuda", "cudnn", "nccl", "openmpi", "hdf5", "onednn", "libjpeg-turbo", "cli11", "catch2"]
 RECIPE_DEFINES = {"DPTRAIN_CUDA", "DPTRAIN_BUILD_TESTS", "DPTRAIN_BUILT_BY", "DPTRAIN_SPACK_SPEC",
-                  "CMAKE_CUDA_ARCHITECTURES"}
+                  "CMAKE_CUDA_ARCHITECTURES", "CMAKE_CUDA_COMPILER", "CUDAToolkit_ROOT", "CUDNN_ROOT", "NCCL_ROOT"}
+
+# Where the environment lives: in a folder of its own, so Spack's writes there (spack.lock, the view)
+# never touch the source tree its develop: section builds from.
+ENV_FILE = Path("spack") / "env" / "spack.yaml"
+
+# The GPUs CUDA 13 no longer reaches: the recipe itself must keep them on CUDA 12.
+CUDA_12_ARCHS = ("60", "70")
 
 
 class Problems(list):
@@ -87,6 +94,7 @@ def resolve(path_text: str, env_dir: Path) -> Path:
 
 def check_environment(env: dict, root: Path, version: str, problems: Problems):
     """spack.yaml: the specs, Slurm external, unify, view, repos and develop. Returns the repo dir."""
+    env_dir = (root / ENV_FILE).parent
     specs = {}
     for text in env.get("specs") or []:
         spec = parse_spec(str(text))
@@ -104,7 +112,11 @@ def check_environment(env: dict, root: Path, version: str, problems: Problems):
                        f"found '{specs['cuda'].version or 'any version'}'")
     if "openmpi" in specs:
         openmpi = specs["openmpi"]
-        problems.check(openmpi.flags.get("cuda") is True, "spack.yaml: openmpi must have +cuda")
+        problems.check(openmpi.flags.get("cuda") is not True,
+                       "spack.yaml: openmpi must not have +cuda (dptrain stages gradients through host memory; "
+                       "+cuda does not make UCX CUDA-aware either)")
+        problems.check(openmpi.flags.get("fortran") is False,
+                       "spack.yaml: openmpi must have ~fortran (its default +fortran wants a Fortran compiler)")
         problems.check(openmpi.has("fabrics", "ucx"), "spack.yaml: openmpi must have fabrics=ucx")
         problems.check(openmpi.has("schedulers", "slurm"), "spack.yaml: openmpi must have schedulers=slurm")
     if "catch2" in specs:
@@ -124,17 +136,29 @@ def check_environment(env: dict, root: Path, version: str, problems: Problems):
 
     repos = env.get("repos") or []
     repo_paths = list(repos.values()) if isinstance(repos, dict) else list(repos)
-    ours = [resolve(str(p), root) for p in repo_paths if "spack/repo" in str(p)]
+    ours = [resolve(str(p), env_dir) for p in repo_paths if "repo/spack_repo" in str(p)]
     if not problems.check(ours, "spack.yaml: repos must include the recipe repository under spack/repo"):
         return None
     develop = ((env.get("develop") or {}).get("dptrain")) or {}
-    problems.check(resolve(str(develop.get("path", "")), root) == root.resolve(),
-                   "spack.yaml: develop:dptrain:path must be the repository root (.)")
+    problems.check(resolve(str(develop.get("path", "")), env_dir) == root.resolve(),
+                   "spack.yaml: develop:dptrain:path must be the repository root (../..)")
     develop_version = parse_spec(str(develop.get("spec", "dptrain"))).version
     problems.check(develop_version == f"={version}",
                    f"spack.yaml: develop:dptrain:spec must be dptrain@={version} (CMakeLists.txt's version), "
                    f"found '{develop.get('spec')}'")
     return ours[0]
+
+
+def check_readme(env: dict, root: Path, problems: Problems):
+    """README.md's Spack section says what the environment does: where it is, and the MPI spec."""
+    readme = (root / "README.md").read_text(encoding="utf-8") if (root / "README.md").is_file() else ""
+    activate = f"spack env activate {ENV_FILE.parent.as_posix()}"
+    problems.check(activate in readme, f"README.md must tell users to run '{activate}'")
+    problems.check("spack env activate .\n" not in readme and "spack env activate . " not in readme,
+                   "README.md still says 'spack env activate .' (the environment is in spack/env)")
+    for text in env.get("specs") or []:
+        if str(text).startswith("openmpi"):
+            problems.check(str(text) in readme, f"README.md must name the environment's MPI spec '{text}'")
 
 
 def check_repository(repo_dir: Path, problems: Problems):
@@ -242,12 +266,28 @@ def check_recipe(recipe, root: Path, version: str, problems: Problems):
     missing = RECIPE_DEFINES - set(recipe.cmake_defines)
     problems.check(not missing, f"package.py: cmake_args must set {', '.join(sorted(missing))}")
     options = cmake.cache_variables(root)
+    read = cmake.variables_read(root)
     for name, variant in recipe.cmake_defines.items():
         if not name.startswith("CMAKE_"):
-            problems.check(name in options, f"package.py sets -D{name}, which no option()/set(CACHE) in CMake defines")
+            problems.check(name in options or name in read,
+                           f"package.py sets -D{name}, which no option()/set(CACHE) in CMake defines and no "
+                           f"CMake file reads")
         if variant is not None:
             problems.check(variant in recipe.variants | {"cuda"},
                            f"package.py maps -D{name} from the variant '{variant}', which it does not declare")
+    for arch in CUDA_12_ARCHS:
+        problems.check(any(d.name == "cuda" and parse_spec(d.spec).version == ":12" and f"cuda_arch={arch}" in d.when.split()
+                           and "+cuda" in d.when.split() for d in recipe.dependencies),
+                       f"package.py must say depends_on('cuda@:12', when='cuda_arch={arch}') under +cuda "
+                       f"(CUDA 13 dropped sm_{arch})")
+    problems.check(any("nccl" in c.spec and "%gcc@14:" in c.spec.replace(" ", "")
+                       for c in recipe.conflicts)
+                   or any(d.name == "nccl" and "%gcc@:13" in d.spec for d in recipe.dependencies),
+                   "package.py must keep NCCL <= 2.27.5 away from GCC 14 (NVIDIA/nccl#1743): "
+                   "conflicts('^nccl@:2.27.5 %gcc@14:') or nccl with %gcc@:13")
+    for line in recipe.which_without_required:
+        problems.append(f"package.py:{line}: which(...) without required=True (a missing binary would be a "
+                        f"TypeError instead of a failed test)")
     problems.check("check" in recipe.methods, "package.py needs a check() method (build-time unit tests)")
     problems.check(any(m.startswith("test_") for m in recipe.methods),
                    "package.py needs test_* methods (spack test run)")
@@ -260,11 +300,18 @@ def main(argv) -> int:
     root = Path(argv[1]).resolve()
     problems = Problems()
     version = cmake.project_version(root)
-    env = load_yaml(root / "spack.yaml")
+    if (root / "spack.yaml").exists():
+        problems.append("spack.yaml at the repository root: the environment is spack/env/spack.yaml (Spack's "
+                        "writes into a root environment touch the source tree and rebuild dptrain every time)")
+    if not (root / ENV_FILE).is_file():
+        print(f"FAIL: {ENV_FILE} is missing")
+        return 1
+    env = load_yaml(root / ENV_FILE)
     if not isinstance(env, dict) or not isinstance(env.get("spack"), dict):
-        print("FAIL: spack.yaml must be a mapping with a top-level 'spack:' key")
+        print(f"FAIL: {ENV_FILE} must be a mapping with a top-level 'spack:' key")
         return 1
     repo_dir = check_environment(env["spack"], root, version, problems)
+    check_readme(env["spack"], root, problems)
     recipe_path = check_repository(repo_dir, problems) if repo_dir else None
     count = 0
     if recipe_path and check_compiles(recipe_path, problems):
@@ -276,7 +323,7 @@ def main(argv) -> int:
         for problem in problems:
             print(f"  - {problem}")
         return 1
-    print(f"PASS: spack.yaml ({len(env['spack']['specs'])} specs), {recipe_path.relative_to(root)} "
+    print(f"PASS: {ENV_FILE} ({len(env['spack']['specs'])} specs), {recipe_path.relative_to(root)} "
           f"({len(recipe.dependencies)} depends_on covering {count} packages CMake needs), version {version}")
     return 0
 

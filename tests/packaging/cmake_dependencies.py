@@ -107,3 +107,14 @@ def cache_variables(root: Path):
         names.update(re.findall(r"\boption\s*\(\s*(\w+)", text))
         names.update(re.findall(r"\bset\s*\(\s*(\w+)\b[^)]*\bCACHE\b", text))
     return names
+
+
+def variables_read(root: Path):
+    """Every variable a CMake file of the project reads (${NAME}, or if(NAME ...)): the -D settings a
+    recipe may pass beyond the options and cache variables (CUDAToolkit_ROOT, CUDNN_ROOT)."""
+    names = set()
+    for path in cmake_files(root):
+        text = _strip_comments(path.read_text(encoding="utf-8"))
+        names.update(re.findall(r"\$\{(\w+)\}", text))
+        names.update(re.findall(r"\bif\s*\(\s*(?:NOT\s+)?(\w+)", text))
+    return names

@@ -15,6 +15,7 @@ from pathlib import Path
 CHECK = Path(__file__).with_name("check_spack_recipe.py")
 SOURCE = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).parents[2]).resolve()
 RECIPE = "spack/repo/spack_repo/dptrain/packages/dptrain/package.py"
+ENV = "spack/env/spack.yaml"
 
 
 class DriftIsCaught(unittest.TestCase):
@@ -22,7 +23,7 @@ class DriftIsCaught(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = Path(self.tmp.name)
         shutil.copy(SOURCE / "CMakeLists.txt", self.root)
-        shutil.copy(SOURCE / "spack.yaml", self.root)
+        shutil.copy(SOURCE / "README.md", self.root)
         shutil.copytree(SOURCE / "cmake", self.root / "cmake")
         shutil.copytree(SOURCE / "spack", self.root / "spack")
 
@@ -63,11 +64,11 @@ class DriftIsCaught(unittest.TestCase):
         self.assert_fails_naming("version('0.2.0')", "dptrain@=0.2.0")
 
     def test_cuda_13_cannot_reach_p100(self):
-        self.edit("spack.yaml", "- cuda@12", "- cuda@13")
+        self.edit(ENV, "- cuda@12", "- cuda@13")
         self.assert_fails_naming("cuda must be a 12.x release")
 
     def test_slurm_must_be_external(self):
-        self.edit("spack.yaml", "slurm:\n      buildable: false", "slurm:\n      buildable: true")
+        self.edit(ENV, "slurm:\n      buildable: false", "slurm:\n      buildable: true")
         self.assert_fails_naming("slurm:buildable")
 
     def test_onednn_3_is_refused(self):
@@ -91,8 +92,42 @@ class DriftIsCaught(unittest.TestCase):
         self.assert_fails_naming("-DDPTRAIN_SPACK_SPEC")
 
     def test_invalid_yaml(self):
-        (self.root / "spack.yaml").write_text("spack:\n  specs: [dptrain\n", encoding="utf-8")
+        (self.root / ENV).write_text("spack:\n  specs: [dptrain\n", encoding="utf-8")
         self.assert_fails_naming("not valid YAML")
+
+    def test_readme_out_of_date(self):
+        self.edit("README.md", "spack env activate spack/env", "spack env activate .")
+        self.edit(ENV, "- openmpi ~fortran fabrics=ucx", "- openmpi ~fortran fabrics=ofi")
+        self.assert_fails_naming("spack env activate spack/env", "openmpi ~fortran fabrics=ofi")
+
+    def test_environment_back_at_the_root(self):
+        shutil.copy(self.root / ENV, self.root / "spack.yaml")
+        self.assert_fails_naming("spack.yaml at the repository root")
+
+    def test_develop_path_not_the_clone(self):
+        self.edit(ENV, "path: ../..", "path: .")
+        self.assert_fails_naming("develop:dptrain:path")
+
+    def test_openmpi_cuda_and_fortran(self):
+        self.edit(ENV, "- openmpi ~fortran", "- openmpi +cuda")
+        self.assert_fails_naming("openmpi must not have +cuda", "openmpi must have ~fortran")
+
+    def test_recipe_without_its_cuda_12_cap(self):
+        self.edit(RECIPE, 'depends_on("cuda@:12", when=f"cuda_arch={_arch}")', "pass")
+        self.assert_fails_naming("depends_on('cuda@:12', when='cuda_arch=60')", "cuda_arch=70")
+
+    def test_recipe_without_the_nccl_gcc_14_conflict(self):
+        self.edit(RECIPE, '"^nccl@:2.27.5 %gcc@14:"', '"^nccl@:2.10"')
+        self.assert_fails_naming("NVIDIA/nccl#1743")
+
+    def test_which_without_required(self):
+        self.edit(RECIPE, "which(self.prefix.bin.dptrain, required=True)", "which(self.prefix.bin.dptrain)")
+        self.assert_fails_naming("without required=True")
+
+    def test_recipe_that_leaves_the_toolkit_to_cmake(self):
+        self.edit(RECIPE, 'self.define("CMAKE_CUDA_COMPILER", join_path(cuda.bin, "nvcc")),', "")
+        self.edit(RECIPE, 'self.define("CUDNN_ROOT", spec["cudnn"].prefix),', "")
+        self.assert_fails_naming("cmake_args must set", "CMAKE_CUDA_COMPILER", "CUDNN_ROOT")
 
 
 if __name__ == "__main__":

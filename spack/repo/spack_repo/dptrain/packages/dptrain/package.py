@@ -10,8 +10,8 @@ from spack_repo.builtin.build_systems.cuda import CudaPackage
 
 from spack.package import *
 
-# Architectures that cuDNN 9.11 and later no longer support (Maxwell, Pascal, Volta); the C4130's
-# P100 (60) and V100 (70) are among them.
+# Architectures that CUDA 13 and cuDNN 9.11 and later no longer support (Maxwell, Pascal, Volta); the
+# C4130's P100 (60) and V100 (70) are among them.
 LEGACY_CUDA_ARCHS = ("50", "52", "53", "60", "61", "62", "70", "72")
 
 
@@ -19,9 +19,8 @@ class Dptrain(CMakePackage, CudaPackage):
     """Data-parallel training of convolutional networks on GPU clusters run by Slurm: MPI between
     nodes, NCCL inside them, cuDNN on GPUs and oneDNN on CPUs, HDF5 for data and checkpoints."""
 
-    # No release tarball is published yet. The environment at the repository root (spack.yaml)
-    # builds this recipe from the clone it sits in through its `develop:` section, so no fetch
-    # happens. When releases are published, add `url`, `git` and a sha256 to each version.
+    # No release tarball is published yet. The environment in spack/env (spack.yaml) builds this
+    # recipe from the clone it sits in through its `develop:` section, so no fetch happens. When releases are published, add `url`, `git` and a sha256 to each version.
     # The newest version here must equal project(dptrain VERSION ...) in CMakeLists.txt.
     version("0.1.0")
 
@@ -61,6 +60,8 @@ class Dptrain(CMakePackage, CudaPackage):
         depends_on("cuda@12:", type=("build", "link"))
         depends_on("cudnn@9:", type=("build", "link"))
         for _arch in LEGACY_CUDA_ARCHS:
+            # CUDA 13 stops at sm_75 (nvcc refuses compute_60), cuDNN 9.11 at sm_75 as well.
+            depends_on("cuda@:12", when=f"cuda_arch={_arch}")
             depends_on("cudnn@:9.10", when=f"cuda_arch={_arch}")
         # NCCL compiles device code, so it must be built for the same GPUs.
         for _arch in CudaPackage.cuda_arch_values:
@@ -68,6 +69,14 @@ class Dptrain(CMakePackage, CudaPackage):
                 f"nccl +cuda cuda_arch={_arch}", type=("build", "link"), when=f"cuda_arch={_arch}"
             )
 
+    # NCCL up to 2.27.5 (the newest in Spack's v2025.07 packages) does not compile with GCC 14
+    # (NVIDIA/nccl#1743: its Makefiles ask for C++11, which GCC 14's headers no longer accept).
+    conflicts(
+        "^nccl@:2.27.5 %gcc@14:",
+        when="+cuda",
+        msg="NCCL 2.27.5 and older do not build with GCC 14 (NVIDIA/nccl#1743): "
+        "build nccl with %gcc@:13 or use a newer NCCL",
+    )
     conflicts(
         "+cuda cuda_arch=none",
         msg="dptrain +cuda needs cuda_arch: 60 for P100, 70 for V100, 90 for H100/H200",
@@ -83,7 +92,17 @@ class Dptrain(CMakePackage, CudaPackage):
             self.define("DPTRAIN_SPACK_SPEC", spec.format("{name}{@version}{variants} {/hash:7}")),
         ]
         if spec.satisfies("+cuda"):
-            args.append(self.define("CMAKE_CUDA_ARCHITECTURES", spec.variants["cuda_arch"].value))
+            # The toolkit, cuDNN and NCCL of this spec, never a system CUDA in /usr/local/cuda: Spack's
+            # cuda sets CUDA_HOME and CUDAHOSTCXX but not CUDACXX, and cmake/Cuda.cmake would otherwise
+            # take /usr/local/cuda/bin/nvcc and find its libraries first.
+            cuda = spec["cuda"].prefix
+            args += [
+                self.define("CMAKE_CUDA_ARCHITECTURES", spec.variants["cuda_arch"].value),
+                self.define("CMAKE_CUDA_COMPILER", join_path(cuda.bin, "nvcc")),
+                self.define("CUDAToolkit_ROOT", cuda),
+                self.define("CUDNN_ROOT", spec["cudnn"].prefix),
+                self.define("NCCL_ROOT", spec["nccl"].prefix),
+            ]
         return args
 
     def check(self):
@@ -99,17 +118,20 @@ class Dptrain(CMakePackage, CudaPackage):
     # Stand-alone tests (spack test run dptrain): the installed tree, as a user meets it.
     def test_version(self):
         """dptrain --version prints the packaged version"""
-        dptrain = which(self.prefix.bin.dptrain)
+        dptrain = which(self.prefix.bin.dptrain, required=True)
         out = dptrain("--version", output=str.split, error=str.split)
         assert f"dptrain {self.spec.version}" in out, f"unexpected version line: {out}"
 
     def test_info(self):
         """dptrain info says Spack built it, with which variants"""
-        dptrain = which(self.prefix.bin.dptrain)
+        dptrain = which(self.prefix.bin.dptrain, required=True)
         out = dptrain("info", output=str.split, error=str.split)
         assert "built by: spack" in out, f"'built by: spack' missing from dptrain info:\n{out}"
         backend = "CUDA backend ON" if self.spec.satisfies("+cuda") else "CUDA backend OFF"
         assert backend in out, f"'{backend}' missing from dptrain info:\n{out}"
+        if self.spec.satisfies("+cuda"):
+            toolkit = f"nvcc {join_path(self.spec['cuda'].prefix.bin, 'nvcc')}"
+            assert toolkit in out, f"dptrain info does not name this spec's toolkit ({toolkit}):\n{out}"
 
     def test_installed_files(self):
         """the Slurm scripts and the documentation are installed"""
