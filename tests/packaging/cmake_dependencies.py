@@ -99,22 +99,22 @@ def minimum_cmake_version(root: Path) -> str:
                       "cmake_minimum_required(VERSION ...)")
 
 
-def cache_variables(root: Path):
-    """Names the user (or Spack) can set with -D: option(...) and set(... CACHE ...)."""
+def _names_matching(root: Path, patterns):
+    """Every name the regular expressions `patterns` capture in the project's CMake files."""
     names = set()
     for path in cmake_files(root):
         text = _strip_comments(path.read_text(encoding="utf-8"))
-        names.update(re.findall(r"\boption\s*\(\s*(\w+)", text))
-        names.update(re.findall(r"\bset\s*\(\s*(\w+)\b[^)]*\bCACHE\b", text))
+        for pattern in patterns:
+            names.update(re.findall(pattern, text))
     return names
+
+
+def cache_variables(root: Path):
+    """Names the user (or Spack) can set with -D: option(...) and set(... CACHE ...)."""
+    return _names_matching(root, [r"\boption\s*\(\s*(\w+)", r"\bset\s*\(\s*(\w+)\b[^)]*\bCACHE\b"])
 
 
 def variables_read(root: Path):
     """Every variable a CMake file of the project reads (${NAME}, or if(NAME ...)): the -D settings a
-    recipe may pass beyond the options and cache variables (CUDAToolkit_ROOT, CUDNN_ROOT)."""
-    names = set()
-    for path in cmake_files(root):
-        text = _strip_comments(path.read_text(encoding="utf-8"))
-        names.update(re.findall(r"\$\{(\w+)\}", text))
-        names.update(re.findall(r"\bif\s*\(\s*(?:NOT\s+)?(\w+)", text))
-    return names
+    recipe may pass beyond the options and cache variables (CUDAToolkit_ROOT)."""
+    return _names_matching(root, [r"\$\{(\w+)\}", r"\bif\s*\(\s*(?:NOT\s+)?(\w+)"])
