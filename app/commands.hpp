@@ -14,5 +14,6 @@ Command add_data_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_predict_command(CLI::App& app);
 
 }  // namespace dptrain::app

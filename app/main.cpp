@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   add(dptrain::app::add_train_command);
   add(dptrain::app::add_eval_command);
   add(dptrain::app::add_report_command);
+  add(dptrain::app::add_predict_command);
 
   try {
     app.parse(argc, argv);

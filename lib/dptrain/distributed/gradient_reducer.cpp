@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "dptrain/core/error.hpp"
+#include "dptrain/distributed/bucket_plan.hpp"
 #include "dptrain/net/net.hpp"
 
 namespace dptrain::distributed {
@@ -20,12 +21,16 @@ GradientReducer::GradientReducer(Backend& backend, Communicator& comm, std::vect
   if (comm_.size() == 1) return;  // nothing to reduce
   // Reverse build order is the order the backward pass finishes gradients in.
   std::reverse(parameters.begin(), parameters.end());
+  std::vector<std::size_t> elements;
   for (Parameter* p : parameters) {
     DPTRAIN_CHECK(p->grad.dtype() == DType::f32, "parameter ", p->name, ": the reducer sums f32 gradients");
-    const auto n = static_cast<std::size_t>(p->grad.numel());
-    if (buckets_.empty() || (buckets_.back().elements + n) * sizeof(float) > config_.bucket_bytes) {
-      if (buckets_.empty() || buckets_.back().elements > 0) buckets_.emplace_back();
-    }
+    elements.push_back(static_cast<std::size_t>(p->grad.numel()));
+  }
+  const std::vector<std::size_t> bucket_of = assign_buckets(elements, config_.bucket_bytes);
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    Parameter* p = parameters[i];
+    const std::size_t n = elements[i];
+    if (buckets_.size() <= bucket_of[i]) buckets_.emplace_back();
     Bucket& b = buckets_.back();
     where_[p] = {buckets_.size() - 1, b.parameters.size()};
     b.parameters.push_back(p);

@@ -1,0 +1,295 @@
+// dptrain predict: the images/sec, speedup and efficiency a model should reach on 1..N GPUs, from one
+// GPU's compute time, the model's gradient buckets and a cluster's links (distributed/scaling_model.hpp).
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "commands.hpp"
+#include "dptrain/backend/backend.hpp"
+#include "dptrain/core/error.hpp"
+#include "dptrain/distributed/scaling_model.hpp"
+#include "dptrain/net/models/registry.hpp"
+#include "dptrain/train/gradient_timing.hpp"
+
+namespace dptrain::app {
+namespace {
+using distributed::AllreduceShape;
+using distributed::ClusterModel;
+using distributed::StepPrediction;
+
+struct PredictOptions {
+  std::string model;
+  std::vector<int> gpus{1, 2, 4, 8, 16};
+  int gpus_per_node = 0;             // 0: the profile's, else 4
+  std::vector<double> batch{32};     // per GPU (weak scaling): one value, or one per --gpus entry
+  std::vector<double> global_batch;  // strong scaling instead: one value, or one per --gpus entry
+  double images_per_second = 0;      // one GPU's training rate (taken as the same at every batch)
+  std::string bench;                 // or a `dptrain bench --json` result of one rank
+  std::string profile;               // slurm/partitions/*.env
+  double intra_gbps = -1, intra_latency_us = -1, inter_gbps = -1, inter_latency_us = -1;
+  double loader_rate = -1;
+  int loader_threads = 0;
+  std::string allreduce = "auto";
+  double bucket_mb = 25;
+  bool no_overlap = false;
+  int image_size = 0, classes = 1000;
+  bool no_aux = false;
+  std::string json, csv;
+};
+
+// The `: "${NAME:=VALUE}"` defaults of a partition profile (the form every profile uses), by name.
+std::map<std::string, std::string> read_profile(const std::string& path) {
+  std::ifstream in(path);
+  DPTRAIN_CHECK(in.good(), "cannot read the profile '", path, "'");
+  static const std::regex line_form(R"re(^\s*:\s*"\$\{([A-Z0-9_]+):=([^}"]*)\}")re");
+  std::map<std::string, std::string> values;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_search(line, m, line_form)) values[m[1]] = m[2];
+  }
+  return values;
+}
+
+double profile_number(const std::map<std::string, std::string>& profile, const std::string& name,
+                      const std::string& path) {
+  const auto it = profile.find(name);
+  DPTRAIN_CHECK(it != profile.end(), "the profile '", path, "' has no ", name,
+                " (the scaling model's figures: see slurm/README.md, \"Predicted scaling\")");
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  DPTRAIN_CHECK(used == it->second.size() && std::isfinite(value) && value >= 0, "the profile '", path, "': ", name,
+                "='", it->second, "' is not a non-negative number");
+  return value;
+}
+
+ClusterModel cluster_of(const PredictOptions& o) {
+  ClusterModel c;
+  c.gpus_per_node = 4;
+  if (!o.profile.empty()) {
+    const auto p = read_profile(o.profile);
+    c.intra = {profile_number(p, "DPTRAIN_PREDICT_INTRA_LATENCY_US", o.profile) * 1e-6,
+               profile_number(p, "DPTRAIN_PREDICT_INTRA_GBPS", o.profile) * 1e9};
+    c.inter = {profile_number(p, "DPTRAIN_PREDICT_INTER_LATENCY_US", o.profile) * 1e-6,
+               profile_number(p, "DPTRAIN_PREDICT_INTER_GBPS", o.profile) * 1e9};
+    c.loader_images_per_thread = profile_number(p, "DPTRAIN_PREDICT_LOADER_RATE", o.profile);
+    c.gpus_per_node = static_cast<int>(profile_number(p, "DPTRAIN_GPUS_PER_NODE", o.profile));
+    // A rank's cores are its loader threads and the one that drives the GPU.
+    c.loader_threads_per_gpu = std::max(1, static_cast<int>(profile_number(p, "DPTRAIN_CPUS_PER_TASK", o.profile)) - 1);
+  }
+  if (o.intra_gbps >= 0) c.intra.bus_bytes_per_second = o.intra_gbps * 1e9;
+  if (o.intra_latency_us >= 0) c.intra.latency_seconds = o.intra_latency_us * 1e-6;
+  if (o.inter_gbps >= 0) c.inter.bus_bytes_per_second = o.inter_gbps * 1e9;
+  if (o.inter_latency_us >= 0) c.inter.latency_seconds = o.inter_latency_us * 1e-6;
+  if (o.loader_rate >= 0) c.loader_images_per_thread = o.loader_rate;
+  if (o.loader_threads > 0) c.loader_threads_per_gpu = o.loader_threads;
+  if (o.gpus_per_node > 0) c.gpus_per_node = o.gpus_per_node;
+  DPTRAIN_CHECK(c.intra.bus_bytes_per_second > 0 && c.inter.bus_bytes_per_second > 0,
+                "give the links' bus bandwidths: --profile slurm/partitions/c4130-g.env, or --intra-gbps and "
+                "--inter-gbps");
+  DPTRAIN_CHECK(c.gpus_per_node >= 1, "--gpus-per-node must be at least 1");
+  return c;
+}
+
+// One GPU's seconds per image of training (forward and backward), from --images-per-second or a bench.
+double seconds_per_image(const PredictOptions& o) {
+  if (!o.bench.empty()) {
+    std::ifstream in(o.bench);
+    DPTRAIN_CHECK(in.good(), "cannot read the bench result '", o.bench, "'");
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    DPTRAIN_CHECK(j.is_object() && j.contains("images_per_sec") && j["images_per_sec"].is_number() &&
+                      j.contains("world_size") && j["world_size"].is_number_integer(),
+                  "'", o.bench, "' is not a `dptrain bench --json` result (images_per_sec, world_size)");
+    DPTRAIN_CHECK(j["world_size"].get<int>() == 1, "'", o.bench, "' was measured on ", j["world_size"].get<int>(),
+                  " ranks: its rate includes their communication; give a 1-rank bench");
+    if (j.contains("model") && j["model"].is_string()) {
+      DPTRAIN_CHECK(j["model"].get<std::string>() == o.model, "'", o.bench, "' benchmarks ",
+                    j["model"].get<std::string>(), ", not ", o.model);
+    }
+    const double rate = j["images_per_sec"].get<double>();
+    DPTRAIN_CHECK(std::isfinite(rate) && rate > 0, "'", o.bench, "': images_per_sec must be positive");
+    return 1 / rate;
+  }
+  DPTRAIN_CHECK(o.images_per_second > 0, "give one GPU's training rate: --images-per-second R, or --bench FILE");
+  return 1 / o.images_per_second;
+}
+
+double pick(const std::vector<double>& values, std::size_t i, const char* what) {
+  DPTRAIN_CHECK(!values.empty(), what, " needs a value");
+  return values.size() == 1 ? values[0] : values[i];
+}
+
+// A batch as users write it: 144, or 21.3 for a global batch that does not divide evenly.
+std::string batch_text(double batch) {
+  std::ostringstream out;
+  if (batch == std::floor(batch)) {
+    out << static_cast<long long>(batch);
+  } else {
+    out << std::fixed << std::setprecision(1) << batch;
+  }
+  return out.str();
+}
+
+void print_table(const std::vector<StepPrediction>& rows, double reference, std::ostream& out) {
+  out << std::left << std::setw(6) << "GPUs" << std::setw(7) << "nodes" << std::setw(11) << "batch/GPU" << std::right
+      << std::setw(11) << "compute ms" << std::setw(13) << "allreduce ms" << std::setw(12) << "exposed ms"
+      << std::setw(9) << "data ms" << std::setw(9) << "step ms" << std::setw(11) << "images/s" << std::setw(9)
+      << "speedup" << std::setw(12) << "efficiency"
+      << "  bound\n";
+  for (const StepPrediction& r : rows) {
+    const double speedup = r.images_per_second / reference;
+    out << std::left << std::setw(6) << r.gpus << std::setw(7) << r.nodes << std::setw(11)
+        << batch_text(r.batch_per_gpu) << std::right << std::fixed << std::setprecision(1) << std::setw(11)
+        << r.compute_seconds * 1e3 << std::setw(13) << r.allreduce_seconds * 1e3 << std::setw(12)
+        << r.exposed_seconds * 1e3 << std::setw(9) << r.data_seconds * 1e3 << std::setw(9) << r.step_seconds * 1e3
+        << std::setw(11) << std::setprecision(0) << r.images_per_second << std::setw(8) << std::setprecision(2)
+        << speedup << "x" << std::setw(11) << std::setprecision(1) << 100 * speedup / r.gpus << "%"
+        << "  " << r.bound << "\n";
+    out.unsetf(std::ios::fixed);
+  }
+}
+
+nlohmann::json row_json(const StepPrediction& r, double reference) {
+  return {{"gpus", r.gpus},
+          {"nodes", r.nodes},
+          {"batch_per_gpu", r.batch_per_gpu},
+          {"compute_seconds", r.compute_seconds},
+          {"allreduce_seconds", r.allreduce_seconds},
+          {"exposed_seconds", r.exposed_seconds},
+          {"data_seconds", r.data_seconds},
+          {"step_seconds", r.step_seconds},
+          {"images_per_sec", r.images_per_second},
+          {"speedup", r.images_per_second / reference},
+          {"efficiency", r.images_per_second / reference / r.gpus},
+          {"bound", r.bound}};
+}
+
+int run_predict(const PredictOptions& o) {
+  const ClusterModel cluster = cluster_of(o);
+  const double per_image = seconds_per_image(o);
+  auto backend = make_cpu_backend();
+  ModelConfig config;
+  config.image_size = o.image_size;
+  config.classes = o.classes;
+  config.aux_heads = !o.no_aux;
+  config.memory.allocate = false;  // shapes only
+  auto net = build_model(o.model, *backend, config);
+  DPTRAIN_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive");
+  const auto buckets = gradient_timing(*net, static_cast<std::size_t>(o.bucket_mb * (1 << 20)));
+  double gradient_bytes = 0;
+  for (const auto& b : buckets) gradient_bytes += b.bytes;
+
+  const bool strong = !o.global_batch.empty();
+  const std::vector<double>& batches = strong ? o.global_batch : o.batch;
+  DPTRAIN_CHECK(batches.size() == 1 || batches.size() == o.gpus.size(), strong ? "--global-batch" : "--batch-size",
+                " takes one value or one per --gpus entry (", o.gpus.size(), ")");
+  std::vector<StepPrediction> rows;
+  for (std::size_t i = 0; i < o.gpus.size(); ++i) {
+    const int gpus = o.gpus[i];
+    DPTRAIN_CHECK(gpus >= 1, "--gpus: every entry must be at least 1");
+    const double batch = strong ? pick(batches, i, "--global-batch") / gpus : pick(batches, i, "--batch-size");
+    DPTRAIN_CHECK(batch > 0, "the batch per GPU must be positive");
+    const int per_node = std::min(gpus, cluster.gpus_per_node);
+    const int nodes = (gpus + per_node - 1) / per_node;
+    AllreduceShape shape = AllreduceShape::flat;
+    if (o.allreduce == "hierarchical" || (o.allreduce == "auto" && nodes > 1 && per_node > 1)) {
+      shape = AllreduceShape::hierarchical;
+    }
+    // The compute time scales with the batch (a GPU's rate taken as constant: optimistic for batches
+    // much smaller than the measured one).
+    rows.push_back(distributed::predict_step(gpus, batch, batch * per_image, buckets, cluster, shape, !o.no_overlap));
+  }
+  // Speedup against one GPU at the first row's batch per GPU (the rate that is measured).
+  const StepPrediction one =
+      distributed::predict_step(1, rows.front().batch_per_gpu, rows.front().batch_per_gpu * per_image, buckets, cluster,
+                                AllreduceShape::flat, !o.no_overlap);
+  const double reference = one.images_per_second;
+
+  std::cout << "dptrain predict: " << o.model << ", " << buckets.size() << " gradient bucket"
+            << (buckets.size() == 1 ? "" : "s") << " (" << std::fixed << std::setprecision(1) << gradient_bytes / 1e6
+            << " MB), one GPU " << std::setprecision(1) << 1 / per_image << " images/s; links: in a node "
+            << cluster.intra.bus_bytes_per_second / 1e9 << " GB/s + " << cluster.intra.latency_seconds * 1e6
+            << " us, between nodes " << cluster.inter.bus_bytes_per_second / 1e9 << " GB/s + "
+            << cluster.inter.latency_seconds * 1e6 << " us; " << cluster.gpus_per_node << " GPUs a node; "
+            << (strong ? "strong" : "weak") << " scaling\n";
+  std::cout.unsetf(std::ios::fixed);
+  print_table(rows, reference, std::cout);
+
+  if (!o.json.empty()) {
+    nlohmann::json j{
+        {"model", o.model},          {"scaling", strong ? "strong" : "weak"},   {"gradient_bytes", gradient_bytes},
+        {"buckets", buckets.size()}, {"one_gpu_images_per_sec", 1 / per_image}, {"rows", nlohmann::json::array()}};
+    for (const auto& r : rows) j["rows"].push_back(row_json(r, reference));
+    std::ofstream out(o.json);
+    out << j.dump(2) << "\n";
+    DPTRAIN_CHECK(out.good(), "cannot write '", o.json, "'");
+  }
+  if (!o.csv.empty()) {
+    std::ofstream out(o.csv);
+    out << "gpus,nodes,batch_per_gpu,compute_seconds,allreduce_seconds,exposed_seconds,data_seconds,step_seconds,"
+           "images_per_sec,speedup,efficiency,bound\n";
+    for (const auto& r : rows) {
+      const nlohmann::json j = row_json(r, reference);
+      out << r.gpus << "," << r.nodes << "," << r.batch_per_gpu << "," << r.compute_seconds << ","
+          << r.allreduce_seconds << "," << r.exposed_seconds << "," << r.data_seconds << "," << r.step_seconds << ","
+          << r.images_per_second << "," << j["speedup"].get<double>() << "," << j["efficiency"].get<double>() << ","
+          << r.bound << "\n";
+    }
+    DPTRAIN_CHECK(out.good(), "cannot write '", o.csv, "'");
+  }
+  return 0;
+}
+}  // namespace
+
+Command add_predict_command(CLI::App& app) {
+  auto o = std::make_shared<PredictOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "predict",
+      "Predict images/sec, speedup and efficiency on 1..N GPUs from one GPU's rate, the model's gradient "
+      "buckets and the cluster's links (compute, exposed communication and data time per step)");
+  cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
+  cmd->add_option("--gpus", o->gpus, "GPU counts to predict")->delimiter(',')->capture_default_str();
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs a node (default: the profile's, else 4)");
+  cmd->add_option("--batch-size", o->batch,
+                  "Images per step on each GPU (weak scaling): one value, or one per --gpus entry")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--global-batch", o->global_batch,
+                  "Strong scaling instead: the images of a step over all GPUs, one value or one per --gpus entry")
+      ->delimiter(',');
+  cmd->add_option("--images-per-second", o->images_per_second,
+                  "One GPU's training rate (forward and backward, no communication), images/s");
+  cmd->add_option("--bench", o->bench, "Or the result of a 1-rank 'dptrain bench --json' of the model");
+  cmd->add_option("--profile", o->profile,
+                  "Partition profile with the link figures (slurm/partitions/c4130-g.env: DPTRAIN_PREDICT_*)");
+  cmd->add_option("--intra-gbps", o->intra_gbps, "Bus bandwidth of an allreduce inside a node, GB/s");
+  cmd->add_option("--intra-latency-us", o->intra_latency_us, "Latency of a ring step inside a node, us");
+  cmd->add_option("--inter-gbps", o->inter_gbps, "Bus bandwidth of an allreduce between nodes, GB/s");
+  cmd->add_option("--inter-latency-us", o->inter_latency_us, "Latency of a ring step between nodes, us");
+  cmd->add_option("--loader-rate", o->loader_rate, "Images/s one loader thread delivers (0: never the bound)");
+  cmd->add_option("--loader-threads", o->loader_threads, "Loader threads per GPU (default: the profile's cores - 1)");
+  cmd->add_option("--allreduce", o->allreduce,
+                  "auto (hierarchical on several nodes of several GPUs), flat or hierarchical")
+      ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))
+      ->capture_default_str();
+  cmd->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket size, MB (as dptrain train)")->capture_default_str();
+  cmd->add_flag("--no-overlap", o->no_overlap, "Reduce every bucket after the backward pass");
+  cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)");
+  cmd->add_option("--classes", o->classes, "Number of classes")->capture_default_str();
+  cmd->add_flag("--no-aux", o->no_aux, "Without the auxiliary classifiers");
+  cmd->add_option("--json", o->json, "Also write the prediction as JSON to this file");
+  cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file");
+  return [o] { return run_predict(*o); };
+}
+
+}  // namespace dptrain::app
