@@ -5,7 +5,9 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -15,6 +17,7 @@
 #include "dptrain/distributed/scaling_model.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/gradient_timing.hpp"
+#include "link_measurement.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -40,6 +43,9 @@ struct PredictOptions {
   int image_size = 0, classes = 1000;
   bool no_aux = false;
   std::string json, csv;
+  bool measure = false;         // measure the links in this job (srun, mpiexec)
+  double measure_mb = 64;       // the large message
+  distributed::JobOptions job;  // --ranks-per-node
 };
 
 // The `: "${NAME:=VALUE}"` defaults of a partition profile (the form every profile uses), by name.
@@ -73,7 +79,7 @@ double profile_number(const std::map<std::string, std::string>& profile, const s
   return value;
 }
 
-ClusterModel cluster_of(const PredictOptions& o) {
+ClusterModel cluster_of(const PredictOptions& o, const std::optional<MeasuredLinks>& measured) {
   ClusterModel c;
   c.gpus_per_node = 4;
   if (!o.profile.empty()) {
@@ -93,6 +99,15 @@ ClusterModel cluster_of(const PredictOptions& o) {
   if (o.inter_latency_us >= 0) c.inter.latency_seconds = o.inter_latency_us * 1e-6;
   if (o.loader_rate >= 0) c.loader_images_per_thread = o.loader_rate;
   if (o.loader_threads > 0) c.loader_threads_per_gpu = o.loader_threads;
+  if (measured) {
+    if (measured->intra) c.intra = *measured->intra;
+    if (measured->inter) c.inter = *measured->inter;
+    c.gpus_per_node = measured->ranks_per_node;
+    // A level the job cannot measure (one rank a node, or one node) keeps the given figures; with
+    // none given, it is taken to be as fast as the other.
+    if (c.intra.bus_bytes_per_second <= 0 && measured->inter) c.intra = *measured->inter;
+    if (c.inter.bus_bytes_per_second <= 0 && measured->intra) c.inter = *measured->intra;
+  }
   if (o.gpus_per_node > 0) c.gpus_per_node = o.gpus_per_node;
   DPTRAIN_CHECK(c.intra.bus_bytes_per_second > 0 && c.inter.bus_bytes_per_second > 0,
                 "give the links' bus bandwidths: --profile slurm/partitions/c4130-g.env, or --intra-gbps and "
@@ -174,8 +189,27 @@ nlohmann::json row_json(const StepPrediction& r, double reference) {
           {"bound", r.bound}};
 }
 
+std::string describe_link(const std::optional<distributed::LinkModel>& link) {
+  if (!link) return "not measured";
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << link->bus_bytes_per_second / 1e9 << " GB/s + " << std::setprecision(1)
+      << link->latency_seconds * 1e6 << " us";
+  return out.str();
+}
+
 int run_predict(const PredictOptions& o) {
-  const ClusterModel cluster = cluster_of(o);
+  std::optional<MeasuredLinks> measured;
+  std::unique_ptr<distributed::Job> job;
+  if (o.measure) {
+    DPTRAIN_CHECK(o.measure_mb > 0, "--measure-mb must be positive");
+    job = std::make_unique<distributed::Job>(o.job);
+    measured = measure_links(*job, o.measure_mb * (1 << 20));
+    if (!job->is_root()) return 0;
+    std::cout << "measured in this job (MPI allreduce of host buffers, " << o.measure_mb << " MB): in a node ("
+              << measured->ranks_per_node << " ranks) " << describe_link(measured->intra) << "; between nodes ("
+              << measured->nodes << ") " << describe_link(measured->inter) << "\n";
+  }
+  const ClusterModel cluster = cluster_of(o, measured);
   const double per_image = seconds_per_image(o);
   auto backend = make_cpu_backend();
   ModelConfig config;
@@ -229,6 +263,12 @@ int run_predict(const PredictOptions& o) {
     nlohmann::json j{
         {"model", o.model},          {"scaling", strong ? "strong" : "weak"},   {"gradient_bytes", gradient_bytes},
         {"buckets", buckets.size()}, {"one_gpu_images_per_sec", 1 / per_image}, {"rows", nlohmann::json::array()}};
+    j["links"] = {{"intra_bus_gbps", cluster.intra.bus_bytes_per_second / 1e9},
+                  {"intra_latency_us", cluster.intra.latency_seconds * 1e6},
+                  {"inter_bus_gbps", cluster.inter.bus_bytes_per_second / 1e9},
+                  {"inter_latency_us", cluster.inter.latency_seconds * 1e6},
+                  {"gpus_per_node", cluster.gpus_per_node},
+                  {"measured", measured.has_value()}};
     for (const auto& r : rows) j["rows"].push_back(row_json(r, reference));
     std::ofstream out(o.json);
     out << j.dump(2) << "\n";
@@ -287,6 +327,13 @@ Command add_predict_command(CLI::App& app) {
   cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)");
   cmd->add_option("--classes", o->classes, "Number of classes")->capture_default_str();
   cmd->add_flag("--no-aux", o->no_aux, "Without the auxiliary classifiers");
+  cmd->add_flag("--measure", o->measure,
+                "Measure the links in this job instead (under srun or mpiexec: an MPI allreduce among the ranks of a "
+                "node, then among one rank a node), and predict with them; GPUs a node = ranks a node");
+  cmd->add_option("--measure-mb", o->measure_mb, "The large message of --measure, MB")->capture_default_str();
+  cmd->add_option("--ranks-per-node", o->job.ranks_per_node,
+                  "Treat each block of K consecutive ranks as one node (--measure; default: nodes from "
+                  "SLURMD_NODENAME or the host name)");
   cmd->add_option("--json", o->json, "Also write the prediction as JSON to this file");
   cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file");
   return [o] { return run_predict(*o); };

@@ -13,6 +13,15 @@ double ring_allreduce_seconds(double bytes, int ranks, const LinkModel& link) {
   return 2 * (n - 1) / n * bytes / link.bus_bytes_per_second + 2 * (n - 1) * link.latency_seconds;
 }
 
+LinkModel fit_ring_link(int ranks, double small_bytes, double small_seconds, double large_bytes, double large_seconds) {
+  DPTRAIN_CHECK(ranks >= 2 && large_bytes > small_bytes, "fitting a link needs 2 ranks or more and a larger message");
+  const double n = ranks, steps = 2 * (n - 1), share = 2 * (n - 1) / n;
+  // Two equations, two unknowns: t = share * B / busbw + steps * latency.
+  const double per_byte = std::max((large_seconds - small_seconds) / (share * (large_bytes - small_bytes)), 1e-15);
+  const double latency = std::max(0.0, (small_seconds - share * small_bytes * per_byte) / steps);
+  return {latency, 1 / per_byte};
+}
+
 double ring_reduce_scatter_seconds(double bytes, int ranks, const LinkModel& link) {
   return ring_allreduce_seconds(bytes, ranks, link) / 2;
 }

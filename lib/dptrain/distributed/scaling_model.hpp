@@ -43,6 +43,9 @@ enum class AllreduceShape { flat, hierarchical };
 
 // Seconds of a ring allreduce of `bytes` over `ranks` on `link`.
 double ring_allreduce_seconds(double bytes, int ranks, const LinkModel& link);
+// The link that explains two timings of a ring allreduce over `ranks` (a small message and a large
+// one), by the formula above: the latency from the small, the bus bandwidth from the difference.
+LinkModel fit_ring_link(int ranks, double small_bytes, double small_seconds, double large_bytes, double large_seconds);
 // Seconds of a reduce-scatter (or an allgather) of `bytes` over `ranks`: half the ring allreduce.
 double ring_reduce_scatter_seconds(double bytes, int ranks, const LinkModel& link);
 // One bucket's allreduce over `gpus` GPUs on `nodes` nodes of the cluster. Flat over several nodes:

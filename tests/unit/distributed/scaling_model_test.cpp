@@ -18,6 +18,20 @@ TEST_CASE("a ring allreduce takes 2(n-1)/n * bytes / busbw + 2(n-1) * latency", 
   CHECK(ring_reduce_scatter_seconds(100e6, 4, link) == Approx(0.01503 / 2));
 }
 
+TEST_CASE("a link fitted to two timings gives them back", "[distributed][predict]") {
+  const LinkModel truth{7e-6, 3e9};
+  for (const int ranks : {2, 4, 16}) {
+    const LinkModel fitted = fit_ring_link(ranks, 1024, ring_allreduce_seconds(1024, ranks, truth), 64e6,
+                                           ring_allreduce_seconds(64e6, ranks, truth));
+    CHECK(fitted.latency_seconds == Approx(truth.latency_seconds));
+    CHECK(fitted.bus_bytes_per_second == Approx(truth.bus_bytes_per_second));
+  }
+  // A large message no slower than the small one (noise): a finite bandwidth, never negative.
+  const LinkModel noisy = fit_ring_link(2, 1024, 1e-3, 64e6, 1e-3);
+  CHECK(noisy.bus_bytes_per_second > 0);
+  CHECK(noisy.latency_seconds >= 0);
+}
+
 TEST_CASE("hierarchical: reduce-scatter in the node, a ring of shards between nodes, allgather",
           "[distributed][predict]") {
   ClusterModel c;
