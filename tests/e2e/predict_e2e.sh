@@ -4,9 +4,8 @@
 set -uo pipefail
 dptrain=$1
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=tests/e2e/e2e_common.sh
+source "$(dirname "$0")/e2e_common.sh"
 profile=$repo/slurm/partitions/c4130-g.env
 
 "$dptrain" predict --model googlenet --gpus 1,2,4,8,12,16 --batch-size 144 --images-per-second 220 \

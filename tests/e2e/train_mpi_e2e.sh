@@ -5,10 +5,8 @@
 set -uo pipefail
 dptrain=$1
 mpiexec=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-run_mpi() { "$mpiexec" --oversubscribe --allow-run-as-root "$@"; }
+# shellcheck source=tests/e2e/e2e_common.sh
+source "$(dirname "$0")/e2e_common.sh"
 
 "$dptrain" data convert fashion-mnist "$work/fm" --shards 4 > "$work/convert.log" 2>&1 || { cat "$work/convert.log"; fail "conversion"; }
 common=(train --model lenet --data "$work/fm" --steps 150 --lr 0.05 --log-every 50 --threads 1)

@@ -75,8 +75,20 @@ void GradientReducer::gradient_ready(Parameter& parameter) {
   backend_.copy(parameter.grad, destination);
   if (--bucket.pending == 0) {
     bucket.ready = backend_.fence();
+    if (!bucket.ready) mark_ready();  // synchronous: the gradients are written now
     if (config_.overlap) enqueue(it->second.first);
   }
+}
+
+void GradientReducer::mark_ready() {
+  const double now = now_seconds();
+  std::lock_guard lock(mutex_);
+  ready_at_ = std::max(ready_at_, now);
+}
+
+double GradientReducer::last_gradients_ready_at() const {
+  std::lock_guard lock(mutex_);
+  return last_ready_at_;
 }
 
 void GradientReducer::enqueue(std::size_t bucket) {
@@ -92,6 +104,7 @@ void GradientReducer::reduce(Bucket& bucket) {
   if (bucket.ready) {
     bucket.ready->wait();
     bucket.ready.reset();
+    mark_ready();
   }
   comm_.allreduce_sum(bucket.flat.data<float>(), bucket.elements);
   const double seconds = now_seconds() - start;
@@ -150,6 +163,8 @@ void GradientReducer::synchronize() {
   std::lock_guard lock(mutex_);
   stats_.exposed_seconds += waited;
   ++stats_.steps;
+  last_ready_at_ = ready_at_;
+  ready_at_ = 0;
 }
 
 ReducerStats GradientReducer::stats() const {

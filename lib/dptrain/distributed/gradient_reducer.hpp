@@ -61,6 +61,10 @@ class GradientReducer {
   void synchronize();
 
   std::size_t bucket_count() const { return buckets_.size(); }
+  // When the last step's backward pass had written every gradient (steady_clock seconds since its
+  // epoch; 0 on one rank): on the CPU when the last bucket was complete, on a GPU when its fence had
+  // passed. The step's compute time, before any wait for the other ranks, ends here.
+  double last_gradients_ready_at() const;
   // What the gradients are summed through (NCCL on GPUs, MPI otherwise): for the job's log.
   const Communicator& communicator() const { return comm_; }
   ReducerStats stats() const;
@@ -79,6 +83,7 @@ class GradientReducer {
   Tensor slot(Bucket& bucket, std::size_t index);
   void reduce(Bucket& bucket);
   void enqueue(std::size_t bucket);
+  void mark_ready();  // a bucket's gradients are written (now)
   void run_thread();
 
   Backend& backend_;
@@ -91,7 +96,8 @@ class GradientReducer {
   mutable std::mutex mutex_;
   std::condition_variable work_, done_;
   std::deque<std::size_t> queue_;
-  std::size_t reduced_ = 0;  // buckets reduced in this step
+  std::size_t reduced_ = 0;                  // buckets reduced in this step
+  double ready_at_ = 0, last_ready_at_ = 0;  // this step's / the last step's (under mutex_)
   bool stopping_ = false;
   std::exception_ptr error_;
   ReducerStats stats_;

@@ -7,6 +7,7 @@
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/json_line.hpp"
+#include "dptrain/train/stragglers.hpp"
 
 namespace dptrain {
 
@@ -24,7 +25,14 @@ void TrainingLog::set_run_info(std::string backend, std::string precision) {
   precision_ = std::move(precision);
 }
 
-void TrainingLog::record_step(const StepResult& r, int batch, double seconds, double data_wait) {
+void TrainingLog::record_step(const StepResult& r, int batch, double seconds, double data_wait, double compute) {
+  if (images_ > 0) {  // the first step also starts everything up
+    straggler_compute_ += compute;
+    ++straggler_steps_;
+    total_compute_ += compute;
+    total_seconds_ += seconds;
+    ++total_steps_recorded_;
+  }
   loss_sum_ += r.loss;
   correct_ += static_cast<double>(r.top1);
   samples_ += batch;
@@ -91,6 +99,36 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
   loss_sum_ = correct_ = samples_ = seconds_ = wait_ = 0;
   steps_ = 0;
   exposed_before_ = comm_stats.exposed_seconds;
+  check_stragglers(step);
+}
+
+void TrainingLog::check_stragglers(std::int64_t step) {
+  // Every rank has recorded the same steps, so all decide alike whether to compare now.
+  if (comm_.size() < 2 || straggler_steps_ < kStragglerWindowSteps) return;
+  std::vector<double> compute(static_cast<std::size_t>(comm_.size()));
+  const double mine = straggler_compute_ / static_cast<double>(straggler_steps_);
+  comm_.allgather(&mine, compute.data(), sizeof mine);
+  const std::int64_t window = straggler_steps_;
+  straggler_compute_ = 0;
+  straggler_steps_ = 0;
+  if (!root_) return;
+  const double middle = median(compute);
+  for (const int r : find_stragglers(compute)) {
+    const std::string node = static_cast<std::size_t>(r) < nodes_.size() ? nodes_[static_cast<std::size_t>(r)] : "?";
+    const double c = compute[static_cast<std::size_t>(r)];
+    std::cerr << "dptrain: warning: rank " << r << " (node " << node << ") computed " << std::fixed
+              << std::setprecision(0) << 100.0 * (c / middle - 1) << "% longer than the median rank over the last "
+              << window << " steps (" << std::setprecision(1) << 1e3 * c << " ms against " << 1e3 * middle
+              << " ms a step, before waiting for gradients): every rank waits for it at every allreduce; look at "
+              << "that node's GPU clocks and temperature (nvidia-smi -q -d PERFORMANCE) and at what else runs there\n"
+              << std::defaultfloat;
+    if (metrics_.is_open()) {
+      JsonLine j(metrics_);
+      j.field("type", "straggler").field("step", step).field("rank", static_cast<std::int64_t>(r)).field("node", node);
+      j.field("compute_seconds", c).field("median_compute_seconds", middle).field("window_steps", window);
+      j.close();
+    }
+  }
 }
 
 void TrainingLog::report_evaluation(std::int64_t epoch, std::int64_t step, const Evaluation& e) {
@@ -123,6 +161,14 @@ void TrainingLog::report_epoch_end(std::int64_t epoch, int loader_threads) {
 void TrainingLog::report_summary(const std::string& model, const std::string& dataset, int batch, std::int64_t steps,
                                  double seconds, const Evaluation* last_eval,
                                  const distributed::ReducerStats& comm_stats) {
+  // Each rank's mean compute a step, and the rest of its step (waiting for data and for the others).
+  const std::size_t ranks = static_cast<std::size_t>(comm_.size());
+  std::vector<double> compute(ranks), waiting(ranks);
+  const double steps_recorded = static_cast<double>(std::max<std::int64_t>(total_steps_recorded_, 1));
+  const double my_compute = total_compute_ / steps_recorded;
+  const double my_waiting = std::max(0.0, total_seconds_ / steps_recorded - my_compute);
+  comm_.allgather(&my_compute, compute.data(), sizeof my_compute);
+  comm_.allgather(&my_waiting, waiting.data(), sizeof my_waiting);
   double wait = total_wait_;
   comm_.allreduce_sum(&wait, 1);
   wait /= comm_.size();
@@ -147,6 +193,7 @@ void TrainingLog::report_summary(const std::string& model, const std::string& da
     j.field("communication_seconds", comm_stats.communication_seconds);
     j.field("communication_hidden_fraction", comm_stats.hidden_fraction());
     if (last_eval) j.field("validation_top1", last_eval->top1).field("validation_top5", last_eval->top5);
+    if (ranks > 1) j.field("compute_seconds_per_rank", compute).field("wait_seconds_per_rank", waiting);
     j.close();
   }
 }

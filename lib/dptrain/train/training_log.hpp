@@ -7,6 +7,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "dptrain/distributed/communicator.hpp"
 #include "dptrain/distributed/gradient_reducer.hpp"
@@ -27,8 +28,11 @@ class TrainingLog {
   void watch_device_memory(std::function<double()> peak_mib) { device_memory_ = std::move(peak_mib); }
   void watch_loss_scaler(const LossScaler* scaler) { scaler_ = scaler; }
 
-  // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader.
-  void record_step(const StepResult& result, int batch, double seconds, double data_wait);
+  // Each rank's node, by rank: named with a straggler.
+  void set_rank_nodes(std::vector<std::string> nodes) { nodes_ = std::move(nodes); }
+  // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader, `compute` of them
+  // computing before it waited for the other ranks' gradients (0 on one rank).
+  void record_step(const StepResult& result, int batch, double seconds, double data_wait, double compute = 0);
   // Collective: every rank calls it at the same steps.
   void report_window(std::int64_t epoch, std::int64_t step, double learning_rate,
                      const distributed::ReducerStats& comm_stats);
@@ -53,6 +57,11 @@ class TrainingLog {
   double total_wait_ = 0;
   double epoch_seconds_ = 0, epoch_wait_ = 0;  // this rank's, since the epoch began
   std::int64_t images_ = 0;                    // global, whole run
+  // Stragglers: this rank's compute since the last comparison, and over the whole run.
+  double straggler_compute_ = 0, total_compute_ = 0, total_seconds_ = 0;
+  std::int64_t straggler_steps_ = 0, total_steps_recorded_ = 0;
+  std::vector<std::string> nodes_;
+  void check_stragglers(std::int64_t step);  // collective
   std::string backend_ = "cpu", precision_ = "fp32";
   std::function<double()> device_memory_;
   const LossScaler* scaler_ = nullptr;

@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "dptrain/ckpt/preemption.hpp"
 #include "dptrain/data/loader.hpp"
@@ -17,6 +20,18 @@ namespace dptrain {
 namespace {
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+
+// DPTRAIN_TEST_THROTTLE=RANK:MS makes rank RANK sleep MS milliseconds at the start of every step: a
+// straggler on purpose, for the tests of the straggler report. Not for users.
+int test_throttle_ms(int rank) {
+  const char* text = std::getenv("DPTRAIN_TEST_THROTTLE");
+  if (text == nullptr || *text == '\0') return 0;
+  int who = -1, ms = 0;
+  char tail = 0;
+  DPTRAIN_CHECK(std::sscanf(text, "%d:%d%c", &who, &ms, &tail) == 2 && who >= 0 && ms >= 0 && ms <= 60000,
+                "DPTRAIN_TEST_THROTTLE='", text, "' is not RANK:MILLISECONDS");
+  return who == rank ? ms : 0;
+}
 
 TrainerConfig trainer_config(const TrainingRunConfig& o, int global_batch, std::int64_t total_steps,
                              std::int64_t steps_per_epoch) {
@@ -65,7 +80,8 @@ struct TrainingRun::State {
   bool stopped = false;
   clock::time_point start, step_start;
   std::unique_ptr<InputStager> stager;
-  double wait = 0;  // seconds this step waited for the loader
+  double wait = 0;      // seconds this step waited for the loader
+  int throttle_ms = 0;  // DPTRAIN_TEST_THROTTLE: a straggler made on purpose (tests)
   data::Batch batch, upcoming;
 
   void start_up();
@@ -158,6 +174,10 @@ void TrainingRun::State::start_up() {
   }
   log = std::make_unique<TrainingLog>(comm, *out, o.metrics, total_steps, global_batch);
   log->set_run_info(o.device.backend, o.device.precision);
+  std::vector<std::string> nodes;
+  for (const auto& place : job->topology().ranks) nodes.push_back(place.node);
+  log->set_rank_nodes(std::move(nodes));
+  throttle_ms = test_throttle_ms(job->rank());
   log->watch_loss_scaler(&trainer->loss_scaler());
   if (!backend->device().is_cpu()) log->watch_device_memory([this] { return peak_device_mib(*backend); });
   announce();
@@ -270,6 +290,7 @@ StepOutcome TrainingRun::step() {
   const std::int64_t step = s.step;
   if (step != s.first_step) s.step_start = clock::now();
   s.stager->finish(s.net->images());
+  if (s.throttle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.throttle_ms));
   std::copy_n(s.batch.labels.data<std::int32_t>(), s.batch.labels.numel(), s.net->labels().data<std::int32_t>());
   StepOutcome outcome;
   outcome.result = s.trainer->step(s.batch.epoch, s.batch.first_sample);
@@ -277,7 +298,13 @@ StepOutcome TrainingRun::step() {
   DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
                 "; lower --lr or check the data");
   const double step_seconds = since(s.step_start);
-  s.log->record_step(r, s.per_rank_batch, step_seconds, s.wait);
+  // Computing ends when the backward pass has written the last gradient; after that a rank waits for
+  // the others (the allreduce), so a straggler shows here and not in the step time.
+  const double ready_at = s.reducer->last_gradients_ready_at();
+  const double compute =
+      ready_at > 0 ? std::max(0.0, ready_at - std::chrono::duration<double>(s.step_start.time_since_epoch()).count())
+                   : 0.0;
+  s.log->record_step(r, s.per_rank_batch, step_seconds, s.wait, compute);
   s.wait = 0;
   s.progress = s.progress_after(s.batch);
   const bool last = step + 1 == s.total_steps;

@@ -1,0 +1,27 @@
+#include "dptrain/train/stragglers.hpp"
+
+#include <algorithm>
+
+namespace dptrain {
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const std::size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  const double upper = values[mid];
+  if (values.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  return (lower + upper) / 2;
+}
+
+std::vector<int> find_stragglers(const std::vector<double>& compute_seconds, double margin) {
+  std::vector<int> slow;
+  if (compute_seconds.size() < 2) return slow;
+  const double middle = median(compute_seconds);
+  for (std::size_t r = 0; r < compute_seconds.size(); ++r) {
+    if (compute_seconds[r] > (1 + margin) * middle) slow.push_back(static_cast<int>(r));
+  }
+  return slow;
+}
+
+}  // namespace dptrain

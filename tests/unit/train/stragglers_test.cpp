@@ -1,0 +1,21 @@
+// A straggler is a rank whose compute time is more than 10% over the median rank's.
+#include "dptrain/train/stragglers.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace dptrain;
+
+TEST_CASE("the median of an odd and an even count", "[train][stragglers]") {
+  CHECK(median({}) == 0);
+  CHECK(median({3}) == 3);
+  CHECK(median({5, 1, 3}) == 3);
+  CHECK(median({4, 1, 3, 2}) == 2.5);
+}
+
+TEST_CASE("ranks more than 10% over the median are stragglers", "[train][stragglers]") {
+  CHECK(find_stragglers({0.010, 0.010, 0.010, 0.0125}) == std::vector<int>{3});  // 25% over
+  CHECK(find_stragglers({0.010, 0.0105, 0.010, 0.0109}).empty());                // under 10% over 0.01025
+  CHECK(find_stragglers({0.030, 0.010, 0.010, 0.010, 0.031}) == std::vector<int>{0, 4});
+  CHECK(find_stragglers({0.5}).empty());                                // one rank has nobody to wait for it
+  CHECK(find_stragglers({0.010, 0.020}, 0.10) == std::vector<int>{1});  // the median of two is their mean
+}
