@@ -164,6 +164,8 @@ int run_bench(const BenchOptions& o) {
       j.field("cudnn_search_reused", search.reused);
     }
     j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
+    // What `dptrain report --profile` and `dptrain predict` need beside the rate.
+    j.field("classes", o.classes).field("gradient_bytes", static_cast<std::int64_t>(net->parameter_count() * 4));
     j.close();
     DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");
   }

@@ -8,9 +8,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <sstream>
 
+#include "cluster_profile.hpp"
 #include "commands.hpp"
 #include "dptrain/backend/backend.hpp"
 #include "dptrain/core/error.hpp"
@@ -28,15 +28,11 @@ using distributed::StepPrediction;
 struct PredictOptions {
   std::string model;
   std::vector<int> gpus{1, 2, 4, 8, 16};
-  int gpus_per_node = 0;             // 0: the profile's, else 4
   std::vector<double> batch{32};     // per GPU (weak scaling): one value, or one per --gpus entry
   std::vector<double> global_batch;  // strong scaling instead: one value, or one per --gpus entry
   double images_per_second = 0;      // one GPU's training rate (taken as the same at every batch)
   std::string bench;                 // or a `dptrain bench --json` result of one rank
-  std::string profile;               // slurm/partitions/*.env
-  double intra_gbps = -1, intra_latency_us = -1, inter_gbps = -1, inter_latency_us = -1;
-  double loader_rate = -1;
-  int loader_threads = 0;
+  LinkOptions links;                 // the cluster: a profile and overrides
   std::string allreduce = "auto";
   double bucket_mb = 25;
   bool no_overlap = false;
@@ -48,72 +44,25 @@ struct PredictOptions {
   distributed::JobOptions job;  // --ranks-per-node
 };
 
-// The `: "${NAME:=VALUE}"` defaults of a partition profile (the form every profile uses), by name.
-std::map<std::string, std::string> read_profile(const std::string& path) {
-  std::ifstream in(path);
-  DPTRAIN_CHECK(in.good(), "cannot read the profile '", path, "'");
-  static const std::regex line_form(R"re(^\s*:\s*"\$\{([A-Z0-9_]+):=([^}"]*)\}")re");
-  std::map<std::string, std::string> values;
-  std::string line;
-  while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_search(line, m, line_form)) values[m[1]] = m[2];
-  }
-  return values;
-}
-
-double profile_number(const std::map<std::string, std::string>& profile, const std::string& name,
-                      const std::string& path) {
-  const auto it = profile.find(name);
-  DPTRAIN_CHECK(it != profile.end(), "the profile '", path, "' has no ", name,
-                " (the scaling model's figures: see slurm/README.md, \"Predicted scaling\")");
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(it->second, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  DPTRAIN_CHECK(used == it->second.size() && std::isfinite(value) && value >= 0, "the profile '", path, "': ", name,
-                "='", it->second, "' is not a non-negative number");
-  return value;
-}
-
 ClusterModel cluster_of(const PredictOptions& o, const std::optional<MeasuredLinks>& measured) {
-  ClusterModel c;
-  c.gpus_per_node = 4;
-  if (!o.profile.empty()) {
-    const auto p = read_profile(o.profile);
-    c.intra = {profile_number(p, "DPTRAIN_PREDICT_INTRA_LATENCY_US", o.profile) * 1e-6,
-               profile_number(p, "DPTRAIN_PREDICT_INTRA_GBPS", o.profile) * 1e9};
-    c.inter = {profile_number(p, "DPTRAIN_PREDICT_INTER_LATENCY_US", o.profile) * 1e-6,
-               profile_number(p, "DPTRAIN_PREDICT_INTER_GBPS", o.profile) * 1e9};
-    c.loader_images_per_thread = profile_number(p, "DPTRAIN_PREDICT_LOADER_RATE", o.profile);
-    c.gpus_per_node = static_cast<int>(profile_number(p, "DPTRAIN_GPUS_PER_NODE", o.profile));
-    // A rank's cores are its loader threads and the one that drives the GPU.
-    c.loader_threads_per_gpu = std::max(1, static_cast<int>(profile_number(p, "DPTRAIN_CPUS_PER_TASK", o.profile)) - 1);
-  }
-  if (o.intra_gbps >= 0) c.intra.bus_bytes_per_second = o.intra_gbps * 1e9;
-  if (o.intra_latency_us >= 0) c.intra.latency_seconds = o.intra_latency_us * 1e-6;
-  if (o.inter_gbps >= 0) c.inter.bus_bytes_per_second = o.inter_gbps * 1e9;
-  if (o.inter_latency_us >= 0) c.inter.latency_seconds = o.inter_latency_us * 1e-6;
-  if (o.loader_rate >= 0) c.loader_images_per_thread = o.loader_rate;
-  if (o.loader_threads > 0) c.loader_threads_per_gpu = o.loader_threads;
+  LinkOptions links = o.links;
   if (measured) {
-    if (measured->intra) c.intra = *measured->intra;
-    if (measured->inter) c.inter = *measured->inter;
-    c.gpus_per_node = measured->ranks_per_node;
-    // A level the job cannot measure (one rank a node, or one node) keeps the given figures; with
-    // none given, it is taken to be as fast as the other.
-    if (c.intra.bus_bytes_per_second <= 0 && measured->inter) c.intra = *measured->inter;
-    if (c.inter.bus_bytes_per_second <= 0 && measured->intra) c.inter = *measured->intra;
+    // What the job measured wins over the profile; a level it cannot measure (one rank a node, or one
+    // node) keeps the given figures, or, with none given, is taken to be as fast as the other.
+    const auto set = [](double& gbps, double& latency_us, const distributed::LinkModel& link) {
+      gbps = link.bus_bytes_per_second / 1e9;
+      latency_us = link.latency_seconds * 1e6;
+    };
+    if (measured->intra) set(links.intra_gbps, links.intra_latency_us, *measured->intra);
+    if (measured->inter) set(links.inter_gbps, links.inter_latency_us, *measured->inter);
+    if (links.gpus_per_node <= 0) links.gpus_per_node = measured->ranks_per_node;
+    const bool profile_has_links = !links.profile.empty();
+    if (!measured->intra && links.intra_gbps < 0 && !profile_has_links)
+      set(links.intra_gbps, links.intra_latency_us, *measured->inter);
+    if (!measured->inter && links.inter_gbps < 0 && !profile_has_links)
+      set(links.inter_gbps, links.inter_latency_us, *measured->intra);
   }
-  if (o.gpus_per_node > 0) c.gpus_per_node = o.gpus_per_node;
-  DPTRAIN_CHECK(c.intra.bus_bytes_per_second > 0 && c.inter.bus_bytes_per_second > 0,
-                "give the links' bus bandwidths: --profile slurm/partitions/c4130-g.env, or --intra-gbps and "
-                "--inter-gbps");
-  DPTRAIN_CHECK(c.gpus_per_node >= 1, "--gpus-per-node must be at least 1");
-  return c;
+  return cluster_from(links);
 }
 
 // One GPU's seconds per image of training (forward and backward), from --images-per-second or a bench.
@@ -299,7 +248,6 @@ Command add_predict_command(CLI::App& app) {
       "buckets and the cluster's links (compute, exposed communication and data time per step)");
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
   cmd->add_option("--gpus", o->gpus, "GPU counts to predict")->delimiter(',')->capture_default_str();
-  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs a node (default: the profile's, else 4)");
   cmd->add_option("--batch-size", o->batch,
                   "Images per step on each GPU (weak scaling): one value, or one per --gpus entry")
       ->delimiter(',')
@@ -310,14 +258,7 @@ Command add_predict_command(CLI::App& app) {
   cmd->add_option("--images-per-second", o->images_per_second,
                   "One GPU's training rate (forward and backward, no communication), images/s");
   cmd->add_option("--bench", o->bench, "Or the result of a 1-rank 'dptrain bench --json' of the model");
-  cmd->add_option("--profile", o->profile,
-                  "Partition profile with the link figures (slurm/partitions/c4130-g.env: DPTRAIN_PREDICT_*)");
-  cmd->add_option("--intra-gbps", o->intra_gbps, "Bus bandwidth of an allreduce inside a node, GB/s");
-  cmd->add_option("--intra-latency-us", o->intra_latency_us, "Latency of a ring step inside a node, us");
-  cmd->add_option("--inter-gbps", o->inter_gbps, "Bus bandwidth of an allreduce between nodes, GB/s");
-  cmd->add_option("--inter-latency-us", o->inter_latency_us, "Latency of a ring step between nodes, us");
-  cmd->add_option("--loader-rate", o->loader_rate, "Images/s one loader thread delivers (0: never the bound)");
-  cmd->add_option("--loader-threads", o->loader_threads, "Loader threads per GPU (default: the profile's cores - 1)");
+  add_link_options(cmd, o->links);
   cmd->add_option("--allreduce", o->allreduce,
                   "auto (hierarchical on several nodes of several GPUs), flat or hierarchical")
       ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cluster_profile.hpp"
 #include "commands.hpp"
 #include "dptrain/core/error.hpp"
 #include "scaling_report.hpp"
@@ -23,6 +24,8 @@ struct ReportOptions {
   std::vector<std::string> files;
   std::string csv;
   std::string plot;
+  LinkOptions links;  // given: a predicted column (dptrain predict's model)
+  double bucket_mb = 25;
 };
 
 // The gnuplot to run: $GNUPLOT, else the first `gnuplot` on PATH.
@@ -77,7 +80,13 @@ int run_report(const ReportOptions& o) {
     auto more = read_scaling_samples(file);
     samples.insert(samples.end(), more.begin(), more.end());
   }
-  const std::vector<ScalingRow> rows = scaling_table(samples);
+  std::vector<ScalingRow> rows = scaling_table(samples);
+  if (o.links.given()) {
+    DPTRAIN_CHECK(o.bucket_mb > 0, "--bucket-mb must be positive");
+    for (const std::string& note : add_predictions(rows, cluster_from(o.links), o.bucket_mb)) {
+      std::cout << note << "\n";
+    }
+  }
   print_scaling_table(std::cout, rows);
   if (!o.csv.empty()) {
     std::ofstream out(o.csv);
@@ -105,10 +114,14 @@ Command add_report_command(CLI::App& app) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file");
   cmd->add_option("--plot", o->plot, "Also draw speedup against GPUs into this PNG file (needs gnuplot)");
+  add_link_options(cmd, o->links);
+  cmd->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket size of the prediction, MB")->capture_default_str();
   cmd->footer(
       "The speedup of n GPUs is images/sec(n) over the per-GPU images/sec of the model's smallest GPU count (the plain "
       "ratio over 1 GPU when a 1-GPU run is given); efficiency is speedup / n. Runs with the same model and GPU count "
-      "are averaged.");
+      "are averaged. With --profile (or --intra-gbps and --inter-gbps) a predicted speedup and images/sec stand "
+      "beside each row of a model with a 1-GPU run (dptrain predict's model, that run's rate and batch), and the "
+      "chart draws them as dashed lines.");
   return [o] { return run_report(*o); };
 }
 

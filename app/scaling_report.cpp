@@ -9,7 +9,10 @@
 #include <optional>
 #include <sstream>
 
+#include "dptrain/backend/backend.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/net/models/registry.hpp"
+#include "dptrain/train/gradient_timing.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -40,6 +43,13 @@ std::optional<ScalingSample> sample_from(const json& j, const std::string& where
   DPTRAIN_CHECK(rate.is_number() && rate.get<double>() > 0 && std::isfinite(rate.get<double>()), where, ": the field '",
                 rate_key, "' is not a positive number");
   s.images_per_sec = rate.get<double>();
+  // What a prediction needs, where the result has it.
+  const auto optional_number = [&](const char* key) {
+    return j.contains(key) && j[key].is_number() && j[key].get<double>() > 0 ? j[key].get<double>() : 0.0;
+  };
+  s.batch = optional_number("batch_size");
+  s.image_size = static_cast<int>(optional_number("image_size"));
+  s.classes = static_cast<int>(optional_number("classes"));
   return s;
 }
 
@@ -136,9 +146,11 @@ std::vector<ScalingSample> read_scaling_samples(const std::string& path) {
 std::vector<ScalingRow> scaling_table(const std::vector<ScalingSample>& samples) {
   std::vector<std::string> models;
   std::map<std::string, std::map<int, std::vector<double>>> rates;
+  std::map<std::string, std::map<int, const ScalingSample*>> first;
   for (const auto& s : samples) {
     if (!rates.contains(s.model)) models.push_back(s.model);
     rates[s.model][s.gpus].push_back(s.images_per_sec);
+    first[s.model].emplace(s.gpus, &s);
   }
   std::vector<ScalingRow> rows;
   for (const auto& model : models) {
@@ -149,6 +161,10 @@ std::vector<ScalingRow> scaling_table(const std::vector<ScalingSample>& samples)
       r.model = model;
       r.gpus = gpus;
       r.runs = static_cast<int>(values.size());
+      const ScalingSample& f = *first[model][gpus];
+      r.batch = f.batch;
+      r.image_size = f.image_size;
+      r.classes = f.classes;
       for (double v : values) r.images_per_sec += v / r.runs;
       if (base_per_gpu == 0) base_per_gpu = r.images_per_sec / gpus;
       r.speedup = r.images_per_sec / base_per_gpu;
@@ -159,26 +175,94 @@ std::vector<ScalingRow> scaling_table(const std::vector<ScalingSample>& samples)
   return rows;
 }
 
+std::vector<std::string> add_predictions(std::vector<ScalingRow>& rows, const distributed::ClusterModel& cluster,
+                                         double bucket_mb) {
+  std::vector<std::string> notes;
+  std::vector<std::string> models;
+  for (const auto& r : rows) {
+    if (std::find(models.begin(), models.end(), r.model) == models.end()) models.push_back(r.model);
+  }
+  auto backend = make_cpu_backend();
+  for (const auto& model : models) {
+    const auto one =
+        std::find_if(rows.begin(), rows.end(), [&](const ScalingRow& r) { return r.model == model && r.gpus == 1; });
+    if (one == rows.end() || one->batch <= 0) {
+      notes.push_back("no prediction for " + printable_name(model) + ": it needs a 1-GPU run that says its batch size");
+      continue;
+    }
+    const auto& zoo = model_zoo();
+    if (std::none_of(zoo.begin(), zoo.end(), [&](const ModelInfo& m) { return m.name == model; })) {
+      notes.push_back("no prediction for " + printable_name(model) + ": not a model of the zoo");
+      continue;
+    }
+    ModelConfig config;
+    config.image_size = one->image_size;
+    config.classes = one->classes > 0 ? one->classes : 1000;
+    config.memory.allocate = false;
+    const auto net = build_model(model, *backend, config);
+    const auto buckets = gradient_timing(*net, static_cast<std::size_t>(bucket_mb * (1 << 20)));
+    const double per_image = 1 / one->images_per_sec;
+    for (auto& r : rows) {
+      if (r.model != model) continue;
+      const double batch = r.batch > 0 ? r.batch : one->batch;
+      const int per_node = std::min(r.gpus, cluster.gpus_per_node);
+      const bool several_nodes = r.gpus > per_node;
+      const auto shape =
+          several_nodes && per_node > 1 ? distributed::AllreduceShape::hierarchical : distributed::AllreduceShape::flat;
+      const auto p = distributed::predict_step(r.gpus, batch, batch * per_image, buckets, cluster, shape);
+      r.predicted_images_per_sec = p.images_per_second;
+    }
+    const double base = one->predicted_images_per_sec;
+    for (auto& r : rows) {
+      if (r.model == model) r.predicted_speedup = r.predicted_images_per_sec / base;
+    }
+  }
+  return notes;
+}
+
+namespace {
+bool any_prediction(const std::vector<ScalingRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const ScalingRow& r) { return r.predicted_images_per_sec > 0; });
+}
+}  // namespace
+
 void print_scaling_table(std::ostream& out, const std::vector<ScalingRow>& rows) {
+  const bool predicted = any_prediction(rows);
   std::size_t width = 5;
   for (const auto& r : rows) width = std::max(width, printable_name(r.model).size());
   out << std::left << std::setw(static_cast<int>(width)) << "model" << std::right << std::setw(6) << "GPUs"
       << std::setw(14) << "images/sec" << std::setw(10) << "speedup" << std::setw(12) << "efficiency" << std::setw(6)
-      << "runs"
-      << "\n";
+      << "runs";
+  if (predicted) out << std::setw(12) << "predicted" << std::setw(12) << "(images/s)";
+  out << "\n";
   for (const auto& r : rows) {
     out << std::left << std::setw(static_cast<int>(width)) << printable_name(r.model) << std::right << std::setw(6)
         << r.gpus << std::fixed << std::setprecision(2) << std::setw(14) << r.images_per_sec << std::setw(10)
-        << r.speedup << std::setprecision(1) << std::setw(11) << 100.0 * r.efficiency << "%" << std::setw(6) << r.runs
-        << "\n";
+        << r.speedup << std::setprecision(1) << std::setw(11) << 100.0 * r.efficiency << "%" << std::setw(6) << r.runs;
+    if (predicted && r.predicted_images_per_sec > 0) {
+      out << std::setprecision(2) << std::setw(11) << r.predicted_speedup << "x" << std::setprecision(1)
+          << std::setw(12) << r.predicted_images_per_sec;
+    }
+    out << "\n";
   }
+  out.unsetf(std::ios::fixed);
 }
 
 void write_scaling_csv(std::ostream& out, const std::vector<ScalingRow>& rows) {
-  out << "model,gpus,images_per_sec,speedup,efficiency,runs\n";
+  const bool predicted = any_prediction(rows);
+  out << "model,gpus,images_per_sec,speedup,efficiency,runs"
+      << (predicted ? ",predicted_images_per_sec,predicted_speedup" : "") << "\n";
   for (const auto& r : rows) {
     out << csv_field(r.model) << "," << r.gpus << "," << std::setprecision(10) << r.images_per_sec << "," << r.speedup
-        << "," << r.efficiency << "," << r.runs << "\n";
+        << "," << r.efficiency << "," << r.runs;
+    if (predicted) {
+      out << ",";
+      if (r.predicted_images_per_sec > 0)
+        out << r.predicted_images_per_sec << "," << r.predicted_speedup;
+      else
+        out << ",";
+    }
+    out << "\n";
   }
 }
 
@@ -213,10 +297,27 @@ std::string scaling_plot_script(const std::vector<ScalingRow>& rows, const std::
     }
     g << "EOD\n";
   }
+  // The prediction (dptrain report --profile) as a line beside each model's measured points.
+  std::vector<bool> predicted(models.size(), false);
+  for (std::size_t m = 0; m < models.size(); ++m) {
+    for (const auto& r : rows) predicted[m] = predicted[m] || (r.model == models[m] && r.predicted_speedup > 0);
+    if (!predicted[m]) continue;
+    g << "$predicted" << m << " << EOD\n";
+    for (const auto& r : rows) {
+      if (r.model == models[m] && r.predicted_speedup > 0)
+        g << r.gpus << " " << std::setprecision(10) << r.predicted_speedup << "\n";
+    }
+    g << "EOD\n";
+  }
   g << "plot x title \"ideal\" with lines dashtype 2 linecolor rgb \"gray40\"";
   for (std::size_t m = 0; m < models.size(); ++m) {
     g << ", \\\n     $model" << m << " using 1:2 title " << gnuplot_single_quoted(printable_name(models[m]))
-      << " with linespoints linewidth 2 pointtype 7";
+      << " with linespoints linewidth 2 pointtype 7 linecolor " << m + 1;
+    if (predicted[m]) {
+      g << ", \\\n     $predicted" << m << " using 1:2 title "
+        << gnuplot_single_quoted(printable_name(models[m]) + " (predicted)")
+        << " with lines dashtype 3 linewidth 2 linecolor " << m + 1;
+    }
   }
   g << "\n";
   return g.str();

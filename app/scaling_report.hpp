@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "dptrain/distributed/scaling_model.hpp"
+
 namespace dptrain::app {
 
 // One measured run: a model on `gpus` ranks at `images_per_sec` over all of them.
@@ -13,6 +15,9 @@ struct ScalingSample {
   std::string model;
   int gpus = 0;
   double images_per_sec = 0;
+  double batch = 0;    // per GPU, where the result says (bench batch_size, metrics batch_size); 0: unknown
+  int image_size = 0;  // where the result says; 0: the model's own
+  int classes = 0;     // where the result says; 0: 1000
   std::string source;  // the file it came from, for messages
 };
 
@@ -23,6 +28,11 @@ struct ScalingRow {
   double images_per_sec = 0;  // mean over the runs
   double speedup = 0;         // over the smallest GPU count of the model, per GPU (see scaling_table)
   double efficiency = 0;      // speedup / gpus
+  double batch = 0;           // per GPU, of the first run (0: unknown)
+  int image_size = 0, classes = 0;
+  // The scaling model's figures for this row (add_predictions); 0: none.
+  double predicted_images_per_sec = 0;
+  double predicted_speedup = 0;
 };
 
 // Reads one file: a JSON object (a bench result), an array of them, or JSON lines (a metrics file,
@@ -34,6 +44,12 @@ std::vector<ScalingSample> read_scaling_samples(const std::string& path);
 // are averaged. The speedup of n GPUs is ips(n) / (ips(b) / b) with b the model's smallest count, so
 // it is the plain ratio over one GPU when b = 1, and assumes ideal scaling up to b otherwise.
 std::vector<ScalingRow> scaling_table(const std::vector<ScalingSample>& samples);
+
+// Adds the scaling model's prediction (distributed/scaling_model.hpp) to each row of a model that has
+// a 1-GPU row with a batch: that run's rate as the one-GPU compute rate, the zoo model's gradient
+// buckets of `bucket_mb`, and `cluster`'s links. Returns a note for each model it cannot predict.
+std::vector<std::string> add_predictions(std::vector<ScalingRow>& rows, const distributed::ClusterModel& cluster,
+                                         double bucket_mb);
 
 // A model name as the table and the chart show it: control characters (a newline, a terminal's escape
 // sequence) written as \n, \r, \t or \xNN, so that a name from a JSON file stays on one line and

@@ -3,6 +3,7 @@
 # speedup and efficiency numbers in the CSV, the PNG chart (PNG magic bytes), and the clear errors.
 set -uo pipefail
 dptrain=$1
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -117,4 +118,28 @@ expect_error "no summary" "nosummary.jsonl' holds no result" "$dptrain" report "
 expect_error "control character in the chart's path" "holds a control character" \
   "$dptrain" report "$work/a1.json" --plot "$work/new"$'\n'"line.png"
 expect_error "missing gnuplot" "needs gnuplot" env -u GNUPLOT PATH=/nonexistent "$dptrain" report "$work/a1.json" --plot "$work/x.png"
+
+# With the C4130-G profile: a predicted speedup beside each row of a model with a 1-GPU run (googlenet:
+# its 100 images/s at batch 32), none for inception-bn (no 1-GPU run) or lenet (no batch size), a note
+# saying why, the predicted columns in the CSV and dashed lines in the chart's script.
+"$dptrain" report "$work"/a*.json "$work"/b*.json "$work/train.jsonl" --profile "$repo/slurm/partitions/c4130-g.env" \
+  --csv "$work/pred.csv" --plot "$work/pred.png" > "$work/pred.log" 2>&1 || { cat "$work/pred.log"; fail "report --profile"; }
+cat "$work/pred.log" "$work/pred.csv"
+grep -q "no prediction for inception-bn: it needs a 1-GPU run" "$work/pred.log" || fail "no note for inception-bn"
+grep -q "no prediction for lenet: it needs a 1-GPU run that says its batch size" "$work/pred.log" || fail "no note for lenet"
+[[ $(head -n 1 "$work/pred.csv") == "model,gpus,images_per_sec,speedup,efficiency,runs,predicted_images_per_sec,predicted_speedup" ]] ||
+  fail "the CSV header with predictions"
+python3 - "$work/pred.csv" <<'PY' || fail "the predicted figures"
+import csv, sys
+rows = {(r["model"], int(r["gpus"])): r for r in csv.DictReader(open(sys.argv[1]))}
+one = rows[("googlenet", 1)]
+assert abs(float(one["predicted_speedup"]) - 1) < 1e-9 and abs(float(one["predicted_images_per_sec"]) - 100) < 1e-6, one
+previous = 1.0
+for gpus in (2, 4, 8):
+    s = float(rows[("googlenet", gpus)]["predicted_speedup"])
+    assert previous < s <= gpus + 1e-9, (gpus, s)  # more GPUs, never beyond linear
+    previous = s
+assert rows[("inception-bn", 2)]["predicted_speedup"] == "", rows[("inception-bn", 2)]
+PY
+grep -q "'googlenet (predicted)' with lines dashtype 3" "$work/pred.png.gp" || fail "no predicted line in the chart"
 echo "PASS"
