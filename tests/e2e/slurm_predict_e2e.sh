@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end on the local Slurm test cluster: `dptrain predict --measure` under the cluster's srun on
-# 2 nodes of 2 ranks measures the link in a node and between nodes, and predicts with them.
+# 2 nodes of 2 ranks measures the link in a node and between nodes, and predicts with them; then a
+# training job on the same 2 nodes with a straggler made on purpose (rank 3, on node2, sleeps 40 ms a
+# step through the test-only DPTRAIN_TEST_THROTTLE) names rank 3 and its node in its log.
 set -uo pipefail
 # shellcheck source=tests/e2e/slurm_env.sh
 source "$(dirname "$0")/slurm_env.sh" "$1"
@@ -26,4 +28,20 @@ assert links["measured"] is True and links["gpus_per_node"] == 2, links
 assert links["intra_bus_gbps"] > 0 and links["inter_bus_gbps"] > 0, links
 assert [r["nodes"] for r in j["rows"]] == [1, 1, 2], j["rows"]
 PY
+
+"$DPTRAIN_BIN" data synth "$work/synth" --classes 4 --per-class 30 --val-per-class 2 --size 28 > /dev/null 2>&1 ||
+  fail "data synth"
+"$DPTRAIN_BIN" data convert imagenet "$work/synth" "$work/data" --size 28 --shards 2 --val-shards 1 > /dev/null 2>&1 ||
+  fail "data convert"
+job=$(DPTRAIN_TEST_THROTTLE=3:40 sbatch --parsable --partition="$DPTRAIN_PARTITION" --nodes=2 --ntasks-per-node=2 \
+        --time=00:02:00 --job-name=e2e-straggler --output="$work/straggler-%j.out" \
+        --wrap="srun --mpi=$DPTRAIN_SRUN_MPI $DPTRAIN_BIN train --model lenet --data $work/data --steps 60 \
+                --batch-size 8 --lr 0.05 --log-every 20 --threads 1") || fail "sbatch (straggler) failed"
+echo "job $job"
+state=$(wait_job "$job" 150)
+cat "$work"/straggler-*.out
+[[ $state == COMPLETED ]] || fail "job $job ended $state, not COMPLETED"
+grep -q "warning: rank 3 (node node2) computed [0-9]*% longer than the median rank" "$work"/straggler-*.out ||
+  fail "the log does not name rank 3 on node2 as a straggler"
+if grep -q "warning: rank [012] " "$work"/straggler-*.out; then fail "a rank that was not throttled was named"; fi
 echo "PASS"
