@@ -84,16 +84,26 @@ int run_bench(const BenchOptions& o) {
   if (ranks > 1)
     out << "gradients: " << reducer.communicator().name() << ", " << reducer.bucket_count() << " buckets\n";
   std::vector<double> step_seconds;
+  double compute_sum = 0;  // this rank's compute before it waited for gradients, over the timed steps
   distributed::ReducerStats before;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     if (s == o.warmup) before = reducer.stats();
     const auto start = std::chrono::steady_clock::now();
     const StepResult r = trainer.step(0, 0);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (s >= o.warmup) step_seconds.push_back(seconds);
+    if (s >= o.warmup) {
+      step_seconds.push_back(seconds);
+      // On one rank the whole step computes; on several, until the last gradient was written.
+      const double ready = reducer.last_gradients_ready_at();
+      const double begun = std::chrono::duration<double>(start.time_since_epoch()).count();
+      compute_sum += ready > 0 ? std::max(0.0, ready - begun) : seconds;
+    }
     out << "  step " << std::setw(3) << s + 1 << (s < o.warmup ? " (warm-up)" : "          ") << "  loss " << std::fixed
         << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << global_batch / seconds << " img/s\n";
   }
+  // The slowest rank's mean compute a step: what the scaling model (dptrain predict) starts from.
+  double compute_per_step = compute_sum / std::max(1, o.steps);
+  comm.allreduce(&compute_per_step, 1, distributed::ElementType::f64, distributed::ReduceOp::max);
   // A step ends for the job when its slowest rank ends it.
   comm.allreduce(step_seconds.data(), step_seconds.size(), distributed::ElementType::f64, distributed::ReduceOp::max);
   std::vector<double> rates;
@@ -166,6 +176,7 @@ int run_bench(const BenchOptions& o) {
     j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
     // What `dptrain report --profile` and `dptrain predict` need beside the rate.
     j.field("classes", o.classes).field("gradient_bytes", static_cast<std::int64_t>(net->parameter_count() * 4));
+    j.field("compute_seconds_per_step", compute_per_step);
     j.close();
     DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");
   }

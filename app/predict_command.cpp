@@ -74,8 +74,22 @@ double seconds_per_image(const PredictOptions& o) {
     DPTRAIN_CHECK(j.is_object() && j.contains("images_per_sec") && j["images_per_sec"].is_number() &&
                       j.contains("world_size") && j["world_size"].is_number_integer(),
                   "'", o.bench, "' is not a `dptrain bench --json` result (images_per_sec, world_size)");
+    // A bench of several ranks says how long its slowest rank computed a step before it waited for
+    // gradients; its rate alone would include their communication.
+    if (j.contains("compute_seconds_per_step") && j["compute_seconds_per_step"].is_number() &&
+        j.contains("batch_size") && j["batch_size"].is_number() && j["batch_size"].get<double>() > 0) {
+      const double compute = j["compute_seconds_per_step"].get<double>();
+      DPTRAIN_CHECK(std::isfinite(compute) && compute > 0, "'", o.bench,
+                    "': compute_seconds_per_step must be positive");
+      if (j.contains("model") && j["model"].is_string()) {
+        DPTRAIN_CHECK(j["model"].get<std::string>() == o.model, "'", o.bench, "' benchmarks ",
+                      j["model"].get<std::string>(), ", not ", o.model);
+      }
+      return compute / j["batch_size"].get<double>();
+    }
     DPTRAIN_CHECK(j["world_size"].get<int>() == 1, "'", o.bench, "' was measured on ", j["world_size"].get<int>(),
-                  " ranks: its rate includes their communication; give a 1-rank bench");
+                  " ranks without compute_seconds_per_step: its rate includes their communication; give a 1-rank "
+                  "bench");
     if (j.contains("model") && j["model"].is_string()) {
       DPTRAIN_CHECK(j["model"].get<std::string>() == o.model, "'", o.bench, "' benchmarks ",
                     j["model"].get<std::string>(), ", not ", o.model);

@@ -56,7 +56,15 @@ expect_error "one GPU's training rate" --model lenet --profile "$profile"
 expect_error "bus bandwidths" --model lenet --images-per-second 100
 expect_error "one value or one per --gpus entry" --model lenet --images-per-second 100 --profile "$profile" \
   --gpus 1,2,4 --batch-size 8,16
-python3 -c "import json,sys; j=json.load(open(sys.argv[1])); j['world_size']=2; json.dump(j, open(sys.argv[2],'w'))" \
+python3 - "$work/bench.json" <<'PY' || fail "the bench JSON's compute time and gradient bytes"
+import json, sys
+j = json.load(open(sys.argv[1]))
+# One rank computes its whole step: at least the fastest step's time (the rate is a mean of step rates).
+assert j["batch_size"] / j["images_per_sec_max"] * 0.99 <= j["compute_seconds_per_step"] < 10, j
+assert j["gradient_bytes"] == 4 * j["parameters"] and j["classes"] == 10, j
+PY
+# A bench of several ranks without its compute time (an older bench) cannot say what one GPU does.
+python3 -c "import json,sys; j=json.load(open(sys.argv[1])); j['world_size']=2; del j['compute_seconds_per_step']; json.dump(j, open(sys.argv[2],'w'))" \
   "$work/bench.json" "$work/bench2.json"
 expect_error "give a 1-rank bench" --model lenet --bench "$work/bench2.json" --profile "$profile"
 expect_error "benchmarks lenet, not googlenet" --model googlenet --bench "$work/bench.json" --profile "$profile"
