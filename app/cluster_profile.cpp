@@ -1,6 +1,7 @@
 #include "cluster_profile.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -23,20 +24,26 @@ std::map<std::string, std::string> read_profile(const std::string& path) {
   return values;
 }
 
+// A profile's figure: the environment's value when set (a profile's `:=` gives way to it, as the
+// scripts that source the profile do), else the profile's default.
 double profile_number(const std::map<std::string, std::string>& profile, const std::string& name,
                       const std::string& path) {
+  const char* env = std::getenv(name.c_str());
   const auto it = profile.find(name);
-  DPTRAIN_CHECK(it != profile.end(), "the profile '", path, "' has no ", name,
+  DPTRAIN_CHECK((env != nullptr && *env != '\0') || it != profile.end(), "the profile '", path, "' has no ", name,
                 " (the scaling model's figures: see slurm/README.md, \"Predicted scaling\")");
+  const std::string text = env != nullptr && *env != '\0' ? std::string(env) : it->second;
+  const std::string where =
+      env != nullptr && *env != '\0' ? std::string("the environment") : "the profile '" + path + "'";
   std::size_t used = 0;
   double value = 0;
   try {
-    value = std::stod(it->second, &used);
+    value = std::stod(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  DPTRAIN_CHECK(used == it->second.size() && std::isfinite(value) && value >= 0, "the profile '", path, "': ", name,
-                "='", it->second, "' is not a non-negative number");
+  DPTRAIN_CHECK(used == text.size() && std::isfinite(value) && value >= 0, where, ": ", name, "='", text,
+                "' is not a non-negative number");
   return value;
 }
 

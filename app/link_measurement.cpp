@@ -16,7 +16,9 @@ constexpr int kRepeats = 5;
 // The fastest of kRepeats allreduces of `bytes` over `comm` (after one warm-up), as every member saw
 // it at its slowest (the max over the members of each one's time).
 double time_allreduce(MPI_Comm comm, double bytes) {
-  std::vector<float> buffer(static_cast<std::size_t>(std::max(1.0, bytes / sizeof(float))), 1.f);
+  // MPI counts are ints: at most 2^31 - 1 floats (8 GiB).
+  const double elements = std::clamp(bytes / sizeof(float), 1.0, 2147483647.0);
+  std::vector<float> buffer(static_cast<std::size_t>(elements), 1.f);
   const int count = static_cast<int>(buffer.size());
   DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.data(), count, MPI_FLOAT, MPI_SUM, comm));
   double best = 1e30;
@@ -47,17 +49,23 @@ MeasuredLinks measure_links(distributed::Job& job, double bytes) {
   MeasuredLinks m;
   m.ranks_per_node = t.local_size();
   m.nodes = t.node_count;
-  MPI_Comm node = MPI_COMM_NULL, cross = MPI_COMM_NULL;
-  DPTRAIN_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, t.self().node_index, t.rank, &node));
-  DPTRAIN_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, t.self().local_rank, t.rank, &cross));
+  // Split communicators, freed however this ends.
+  struct Split {
+    MPI_Comm comm = MPI_COMM_NULL;
+    Split(int color, int key) { DPTRAIN_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm)); }
+    ~Split() {
+      if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+    Split(const Split&) = delete;
+    Split& operator=(const Split&) = delete;
+  };
+  const Split node(t.self().node_index, t.rank), cross(t.self().local_rank, t.rank);
   // Every node measures at once (as a job's nodes all reduce at once); then the ranks of local rank 0
   // measure between nodes while the others wait.
-  m.intra = measure(node, bytes);
-  if (t.self().local_rank == 0) m.inter = measure(cross, bytes);
+  m.intra = measure(node.comm, bytes);
+  if (t.self().local_rank == 0) m.inter = measure(cross.comm, bytes);
   // Rank 0 is local rank 0 of node 0: it holds both.
   DPTRAIN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-  MPI_Comm_free(&node);
-  MPI_Comm_free(&cross);
   return m;
 }
 

@@ -76,8 +76,13 @@ double seconds_per_image(const PredictOptions& o) {
                   "'", o.bench, "' is not a `dptrain bench --json` result (images_per_sec, world_size)");
     // A bench of several ranks says how long its slowest rank computed a step before it waited for
     // gradients; its rate alone would include their communication.
-    if (j.contains("compute_seconds_per_step") && j["compute_seconds_per_step"].is_number() &&
-        j.contains("batch_size") && j["batch_size"].is_number() && j["batch_size"].get<double>() > 0) {
+    // (On GPUs that figure can include waiting for the others' first buckets, so only a CPU bench of
+    // several ranks, or a bench of one, is taken.)
+    const bool cpu =
+        j.contains("backend") && j["backend"].is_string() && j["backend"].get<std::string>().rfind("cpu", 0) == 0;
+    if ((cpu || j["world_size"].get<int>() == 1) && j.contains("compute_seconds_per_step") &&
+        j["compute_seconds_per_step"].is_number() && j.contains("batch_size") && j["batch_size"].is_number() &&
+        j["batch_size"].get<double>() > 0) {
       const double compute = j["compute_seconds_per_step"].get<double>();
       DPTRAIN_CHECK(std::isfinite(compute) && compute > 0, "'", o.bench,
                     "': compute_seconds_per_step must be positive");
@@ -88,8 +93,8 @@ double seconds_per_image(const PredictOptions& o) {
       return compute / j["batch_size"].get<double>();
     }
     DPTRAIN_CHECK(j["world_size"].get<int>() == 1, "'", o.bench, "' was measured on ", j["world_size"].get<int>(),
-                  " ranks without compute_seconds_per_step: its rate includes their communication; give a 1-rank "
-                  "bench");
+                  " ranks (on GPUs, or without compute_seconds_per_step): its rate includes their communication; "
+                  "give a 1-rank bench");
     if (j.contains("model") && j["model"].is_string()) {
       DPTRAIN_CHECK(j["model"].get<std::string>() == o.model, "'", o.bench, "' benchmarks ",
                     j["model"].get<std::string>(), ", not ", o.model);
@@ -161,18 +166,7 @@ std::string describe_link(const std::optional<distributed::LinkModel>& link) {
 }
 
 int run_predict(const PredictOptions& o) {
-  std::optional<MeasuredLinks> measured;
-  std::unique_ptr<distributed::Job> job;
-  if (o.measure) {
-    DPTRAIN_CHECK(o.measure_mb > 0, "--measure-mb must be positive");
-    job = std::make_unique<distributed::Job>(o.job);
-    measured = measure_links(*job, o.measure_mb * (1 << 20));
-    if (!job->is_root()) return 0;
-    std::cout << "measured in this job (MPI allreduce of host buffers, " << o.measure_mb << " MB): in a node ("
-              << measured->ranks_per_node << " ranks) " << describe_link(measured->intra) << "; between nodes ("
-              << measured->nodes << ") " << describe_link(measured->inter) << "\n";
-  }
-  const ClusterModel cluster = cluster_of(o, measured);
+  // What the prediction needs from the options is checked first, on every rank, before any measurement.
   const double per_image = seconds_per_image(o);
   auto backend = make_cpu_backend();
   ModelConfig config;
@@ -190,6 +184,18 @@ int run_predict(const PredictOptions& o) {
   const std::vector<double>& batches = strong ? o.global_batch : o.batch;
   DPTRAIN_CHECK(batches.size() == 1 || batches.size() == o.gpus.size(), strong ? "--global-batch" : "--batch-size",
                 " takes one value or one per --gpus entry (", o.gpus.size(), ")");
+  std::optional<MeasuredLinks> measured;
+  std::unique_ptr<distributed::Job> job;
+  if (o.measure) {
+    DPTRAIN_CHECK(o.measure_mb > 0, "--measure-mb must be positive");
+    job = std::make_unique<distributed::Job>(o.job);
+    measured = measure_links(*job, o.measure_mb * (1 << 20));
+    if (!job->is_root()) return 0;
+    std::cout << "measured in this job (MPI allreduce of host buffers, " << o.measure_mb << " MB): in a node ("
+              << measured->ranks_per_node << " ranks) " << describe_link(measured->intra) << "; between nodes ("
+              << measured->nodes << ") " << describe_link(measured->inter) << "\n";
+  }
+  const ClusterModel cluster = cluster_of(o, measured);
   std::vector<StepPrediction> rows;
   for (std::size_t i = 0; i < o.gpus.size(); ++i) {
     const int gpus = o.gpus[i];

@@ -29,19 +29,27 @@ set(DPTRAIN_HAVE_CUDA OFF)
 if(NOT DPTRAIN_CUDA STREQUAL "OFF")
   include(CheckLanguage)
   # Which toolkit, in this order: CMAKE_CUDA_COMPILER (-D), the CUDACXX environment variable,
-  # CUDAToolkit_ROOT (-D or environment; Spack's recipe passes its cuda's prefix), and only then
-  # /usr/local/cuda. A system CUDA must never win over the one asked for: it would compile with the
-  # wrong nvcc and link the wrong cudart, cuBLAS, cuDNN or NCCL.
-  if(NOT CUDAToolkit_ROOT AND DEFINED ENV{CUDAToolkit_ROOT} AND NOT "$ENV{CUDAToolkit_ROOT}" STREQUAL "")
-    set(CUDAToolkit_ROOT "$ENV{CUDAToolkit_ROOT}")
+  # CUDAToolkit_ROOT (-D, then the environment; Spack's recipe passes its cuda's prefix), and only
+  # then /usr/local/cuda. A system CUDA must never win over the one asked for: it would compile with
+  # the wrong nvcc and link the wrong cudart, cuBLAS, cuDNN or NCCL. The libraries and headers come
+  # from the chosen nvcc's prefix (bin/..), so nvcc and cudart are always one toolkit; a
+  # -DCUDAToolkit_ROOT given beside a compiler must be that prefix.
+  set(_root_given "${CUDAToolkit_ROOT}")
+  set(_root_env "")
+  if(DEFINED ENV{CUDAToolkit_ROOT} AND NOT "$ENV{CUDAToolkit_ROOT}" STREQUAL "")
+    set(_root_env "$ENV{CUDAToolkit_ROOT}")
   endif()
   if(CMAKE_CUDA_COMPILER)
     set(_cuda_from "CMAKE_CUDA_COMPILER")
   elseif(DEFINED ENV{CUDACXX} AND NOT "$ENV{CUDACXX}" STREQUAL "")
     set(CMAKE_CUDA_COMPILER "$ENV{CUDACXX}")
     set(_cuda_from "CUDACXX")
-  elseif(CUDAToolkit_ROOT)
-    set(CMAKE_CUDA_COMPILER "${CUDAToolkit_ROOT}/bin/nvcc")
+  elseif(_root_given OR _root_env)
+    if(_root_given)
+      set(CMAKE_CUDA_COMPILER "${_root_given}/bin/nvcc")
+    else()
+      set(CMAKE_CUDA_COMPILER "${_root_env}/bin/nvcc")
+    endif()
     set(_cuda_from "CUDAToolkit_ROOT")
   elseif(EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
@@ -50,21 +58,31 @@ if(NOT DPTRAIN_CUDA STREQUAL "OFF")
     set(_cuda_from "PATH")
   endif()
   if(CMAKE_CUDA_COMPILER)
-    # The toolkit's libraries and headers come from where its nvcc is (bin/..), unless given.
-    if(NOT CUDAToolkit_ROOT)
-      get_filename_component(_nvcc_bin "${CMAKE_CUDA_COMPILER}" DIRECTORY)
-      get_filename_component(CUDAToolkit_ROOT "${_nvcc_bin}" DIRECTORY)
+    get_filename_component(_nvcc_bin "${CMAKE_CUDA_COMPILER}" DIRECTORY)
+    get_filename_component(_nvcc_prefix "${_nvcc_bin}" DIRECTORY)
+    if(_root_given)
+      get_filename_component(_given_real "${_root_given}" REALPATH)
+      get_filename_component(_prefix_real "${_nvcc_prefix}" REALPATH)
+      if(NOT _given_real STREQUAL _prefix_real)
+        message(FATAL_ERROR "CUDAToolkit_ROOT ${_root_given} is not the toolkit of the CUDA compiler "
+                            "${CMAKE_CUDA_COMPILER} (from ${_cuda_from}): give one toolkit")
+      endif()
     endif()
-    if(NOT EXISTS "${CMAKE_CUDA_COMPILER}")
-      message(STATUS "CUDA compiler ${CMAKE_CUDA_COMPILER} (from ${_cuda_from}) does not exist")
-    endif()
+    set(CUDAToolkit_ROOT "${_nvcc_prefix}")
   endif()
   set(DPTRAIN_CUDA_COMPILER_FROM "${_cuda_from}")
-  set(_nvcc_wanted "${CMAKE_CUDA_COMPILER}")  # check_language empties it when it does not work
+  set(_nvcc_wanted "${CMAKE_CUDA_COMPILER}")
   message(STATUS "CUDA toolkit: nvcc ${CMAKE_CUDA_COMPILER} (from ${_cuda_from}), root ${CUDAToolkit_ROOT}")
-  check_language(CUDA)
-  find_package(CUDAToolkit QUIET)
   set(_missing "")
+  if(CMAKE_CUDA_COMPILER AND NOT EXISTS "${CMAKE_CUDA_COMPILER}")
+    # A compiler that is named but absent: missing, so that DPTRAIN_CUDA=AUTO builds without CUDA
+    # instead of enable_language failing on it.
+    unset(CMAKE_CUDA_COMPILER)
+    unset(CMAKE_CUDA_COMPILER CACHE)
+  else()
+    check_language(CUDA)  # with a compiler given, it only records it; a broken one fails at enable_language
+    find_package(CUDAToolkit QUIET)
+  endif()
   if(NOT CMAKE_CUDA_COMPILER OR NOT CUDAToolkit_FOUND)
     list(APPEND _missing "a working CUDA toolkit (nvcc ${_nvcc_wanted} from ${_cuda_from}, root ${CUDAToolkit_ROOT}; Spack: cuda)")
   else()

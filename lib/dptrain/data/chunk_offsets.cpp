@@ -124,6 +124,10 @@ ChunkOffsets find_raw_offsets(hid_t file, hid_t dataset, std::int64_t samples, s
   if (layout == H5D_CHUNKED) return find_chunk_offsets(dataset, create.id(), samples, sample_bytes, file_size);
   if (layout != H5D_CONTIGUOUS) return fallback("the images are stored compact (in the object header)");
   haddr_t base = HADDR_UNDEF;
+  // More bytes than a file can hold is a shape no shard has (and would wrap the product).
+  if (samples < 0 || (sample_bytes > 0 && static_cast<std::uint64_t>(samples) > file_size / sample_bytes)) {
+    return fallback("the images would be larger than the file: the shard is truncated or corrupt");
+  }
   const std::uint64_t total = static_cast<std::uint64_t>(samples) * sample_bytes;
   if (std::string problem = contiguous_problem(create.id(), dataset, total, file_size, "images", base);
       !problem.empty()) {

@@ -15,6 +15,9 @@ double ring_allreduce_seconds(double bytes, int ranks, const LinkModel& link) {
 
 LinkModel fit_ring_link(int ranks, double small_bytes, double small_seconds, double large_bytes, double large_seconds) {
   DPTRAIN_CHECK(ranks >= 2 && large_bytes > small_bytes, "fitting a link needs 2 ranks or more and a larger message");
+  DPTRAIN_CHECK(large_seconds > small_seconds, "the allreduce of ", large_bytes / 1e6, " MB (", large_seconds * 1e6,
+                " us) was not slower than that of ", small_bytes, " bytes (", small_seconds * 1e6,
+                " us): no bandwidth can be measured; give a larger --measure-mb");
   const double n = ranks, steps = 2 * (n - 1), share = 2 * (n - 1) / n;
   // Two equations, two unknowns: t = share * B / busbw + steps * latency.
   const double per_byte = std::max((large_seconds - small_seconds) / (share * (large_bytes - small_bytes)), 1e-15);

@@ -61,7 +61,9 @@ struct StepPrediction {
   double data_seconds = 0;       // the loader's time for one batch
   double step_seconds = 0;
   double images_per_second = 0;
-  std::string bound;  // "compute", "communication" or "data": the largest part of the step
+  // "data" when the loader's time is the step; else "communication" when the exposed allreduce is
+  // over 10% of the compute, else "compute".
+  std::string bound;
 };
 
 // One row: `compute_seconds` at `batch_per_gpu` on each of `gpus` GPUs. `overlap` false: every

@@ -63,10 +63,13 @@ void StallWatch::started(const char* what) {
   what_ = what;
   const char* why = why_;
   const bool longer = why != nullptr && long_limit_ > timeout_;
+  // The start time first, then the limit: the watchdog reads them the other way round, so it can
+  // pair a new start with the previous (longer or equal) limit, never a long-past start with a new,
+  // shorter limit (which would report a stall that is not one).
+  started_at_ = MPI_Wtime();
   limit_ = longer ? long_limit_.load() : timeout_;
   limit_option_ = longer ? option_.load() : "--stall-timeout";
   limit_why_ = why;
-  started_at_ = MPI_Wtime();
   running_ = true;
   if (rank_ == 0) {
     std::lock_guard lock(seen_mutex_);
@@ -105,8 +108,9 @@ void StallWatch::drain_heartbeats() {
 
 void StallWatch::check_clock() {
   if (!running_) return;
+  const double limit = limit_;  // before the start time (see started())
   const double waited = MPI_Wtime() - started_at_;
-  if (waited > limit_ + (rank_ == 0 ? 0 : kGraceSeconds)) report_stall(waited);
+  if (waited > limit + (rank_ == 0 ? 0 : kGraceSeconds)) report_stall(waited);
 }
 
 void StallWatch::wait(MPI_Request& request) {
