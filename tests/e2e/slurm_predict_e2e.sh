@@ -43,5 +43,12 @@ cat "$work"/straggler-*.out
 [[ $state == COMPLETED ]] || fail "job $job ended $state, not COMPLETED"
 grep -q "warning: rank 3 (node node2) computed [0-9]*% longer than the median rank" "$work"/straggler-*.out ||
   fail "the log does not name rank 3 on node2 as a straggler"
-if grep -q "warning: rank [012] " "$work"/straggler-*.out; then fail "a rank that was not throttled was named"; fi
+# Another rank may be named on a loaded machine (a few ms of noise can be 10% of a 5 ms step), but
+# never as far over the median as the throttled one.
+python3 - "$work"/straggler-*.out <<'PY' || fail "another rank was named as slower than the throttled one"
+import re, sys
+excess = {int(r): int(p) for r, p in re.findall(r"warning: rank (\d+) \(node [^)]*\) computed (\d+)% longer", open(sys.argv[1]).read())}
+assert excess and max(excess, key=excess.get) == 3, excess
+assert all(p < excess[3] / 2 for r, p in excess.items() if r != 3), excess
+PY
 echo "PASS"

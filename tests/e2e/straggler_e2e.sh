@@ -19,13 +19,18 @@ DPTRAIN_TEST_THROTTLE=2:40 run_mpi -n 3 \
 cat "$work/train.log"
 grep -q "warning: rank 2 (node [^)]*) computed [0-9]*% longer than the median rank over the last [0-9]* steps" \
   "$work/train.log" || fail "the log does not name rank 2 as a straggler"
-if grep -q "warning: rank [01] " "$work/train.log"; then fail "a rank that was not throttled was named"; fi
 python3 - "$work/m.jsonl" <<'PY' || fail "the metrics"
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 stragglers = [l for l in lines if l["type"] == "straggler"]
-assert stragglers and all(s["rank"] == 2 for s in stragglers), stragglers
-s = stragglers[0]
+# Another rank may be named on a loaded machine (noise of a few ms is 10% of a short step), but never
+# as far over the median as the throttled one.
+mine = [s for s in stragglers if s["rank"] == 2]
+assert mine, stragglers
+for s in stragglers:
+    if s["rank"] != 2:
+        assert s["compute_seconds"] - s["median_compute_seconds"] < 0.5 * (mine[0]["compute_seconds"] - mine[0]["median_compute_seconds"]), stragglers
+s = mine[0]
 assert s["window_steps"] >= 50 and s["compute_seconds"] > 1.1 * s["median_compute_seconds"], s
 assert s["compute_seconds"] >= 0.04, s  # at least the 40 ms it sleeps
 summary = [l for l in lines if l["type"] == "summary"][0]
