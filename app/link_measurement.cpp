@@ -11,7 +11,7 @@
 namespace dptrain::app {
 namespace {
 constexpr double kSmallBytes = 1024;
-constexpr int kRepeats = 5;
+constexpr int kRepeats = 10;
 
 // The fastest of kRepeats allreduces of `bytes` over `comm` (after one warm-up), as every member saw
 // it at its slowest (the max over the members of each one's time).

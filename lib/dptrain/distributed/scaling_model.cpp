@@ -15,10 +15,13 @@ double ring_allreduce_seconds(double bytes, int ranks, const LinkModel& link) {
 
 LinkModel fit_ring_link(int ranks, double small_bytes, double small_seconds, double large_bytes, double large_seconds) {
   DPTRAIN_CHECK(ranks >= 2 && large_bytes > small_bytes, "fitting a link needs 2 ranks or more and a larger message");
-  DPTRAIN_CHECK(large_seconds > small_seconds, "the allreduce of ", large_bytes / 1e6, " MB (", large_seconds * 1e6,
-                " us) was not slower than that of ", small_bytes, " bytes (", small_seconds * 1e6,
-                " us): no bandwidth can be measured; give a larger --measure-mb");
   const double n = ranks, steps = 2 * (n - 1), share = 2 * (n - 1) / n;
+  if (large_seconds <= small_seconds) {
+    // Noise (a loaded machine) made the small message the slower: the latency cannot be told apart,
+    // so all of the large message's time is taken as bandwidth (a safe, pessimistic figure).
+    DPTRAIN_CHECK(large_seconds > 0, "an allreduce took no time: nothing to measure");
+    return {0, share * large_bytes / large_seconds};
+  }
   // Two equations, two unknowns: t = share * B / busbw + steps * latency.
   const double per_byte = std::max((large_seconds - small_seconds) / (share * (large_bytes - small_bytes)), 1e-15);
   const double latency = std::max(0.0, (small_seconds - share * small_bytes * per_byte) / steps);

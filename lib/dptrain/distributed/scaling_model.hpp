@@ -45,6 +45,7 @@ enum class AllreduceShape { flat, hierarchical };
 double ring_allreduce_seconds(double bytes, int ranks, const LinkModel& link);
 // The link that explains two timings of a ring allreduce over `ranks` (a small message and a large
 // one), by the formula above: the latency from the small, the bus bandwidth from the difference.
+// When noise made the small one the slower, latency 0 and the large one's time all bandwidth.
 LinkModel fit_ring_link(int ranks, double small_bytes, double small_seconds, double large_bytes, double large_seconds);
 // Seconds of a reduce-scatter (or an allgather) of `bytes` over `ranks`: half the ring allreduce.
 double ring_reduce_scatter_seconds(double bytes, int ranks, const LinkModel& link);
