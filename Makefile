@@ -27,6 +27,7 @@ demo: build
 	@bash scripts/demo.sh $(DPTRAIN)
 
 test: build
+	@bash scripts/install-deps.sh --test
 	ctest --preset $(PRESET) -j $(JOBS)
 
 # The sanitizer build and its unit tests (part of CI): only the unit-test targets are built, which

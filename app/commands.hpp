@@ -15,5 +15,7 @@ Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
+Command add_import_command(CLI::App& app);
 
 }  // namespace dptrain::app

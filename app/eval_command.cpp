@@ -22,11 +22,12 @@
 #include "dptrain/train/run_config.hpp"
 #include "dptrain/train/shared_manifest.hpp"
 #include "dptrain/train/trainer.hpp"
+#include "eval_images.hpp"
 
 namespace dptrain::app {
 namespace {
 struct EvalOptions {
-  std::string checkpoint, data, split = "validation", json;
+  std::string checkpoint, data, split = "validation", json, images, logits;
   int batch = 64, threads = 0;
   distributed::JobOptions dist;
   BackendOptions device;
@@ -100,6 +101,8 @@ void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Mani
 
 int run_eval(const EvalOptions& o) {
   distributed::Job job(o.dist, visible_devices(o.device));
+  if (!o.images.empty()) return run_eval_images({o.checkpoint, o.images, o.logits, o.device}, job);
+  DPTRAIN_CHECK(!o.data.empty(), "give --data (a dataset to score) or --images and --logits");
   distributed::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
   manifest.split(o.split);  // an unknown split is an error naming the known ones, before any work
@@ -168,9 +171,16 @@ Command add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalOptions>();
   cmd->add_option("--checkpoint", o->checkpoint, "A checkpoint (ckpt-*.h5) or checkpoint directory (its latest)")
       ->required();
-  cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+  auto* data = cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")
+                   ->check(CLI::ExistingDirectory);
+  auto* images = cmd->add_option("--images", o->images,
+                                 "Instead of --data: a safetensors file whose tensor 'images' [N, C, H, W] holds "
+                                 "cropped, normalised images; the logits go to --logits (one process)")
+                     ->check(CLI::ExistingFile)
+                     ->excludes(data);
+  cmd->add_option("--logits", o->logits, "With --images: the safetensors file to write the logits [N, classes] to")
+      ->needs(images);
+  images->needs(cmd->get_option("--logits"));
   cmd->add_option("--batch-size", o->batch, "Images per step on each rank")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -72,6 +72,10 @@ Command add_train_command(CLI::App& app) {
                   "checkpoint file or directory")
       ->capture_default_str()
       ->group(group);
+  cmd->add_flag("--reset-classifier", o->reset_classifier,
+                "With --resume: start the classifier layers afresh and take the rest from the checkpoint "
+                "(fine-tuning imported or trained weights for another class count)")
+      ->group(group);
   cmd->add_option("--time-limit", c.time_limit,
                   "Checkpoint and exit with code 75 before this much wall time "
                   "(HH:MM:SS, 90m, 2h); Slurm's end time is used as well. The run stops while the next step, "

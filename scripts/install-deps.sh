@@ -15,6 +15,15 @@ data_pkgs=(dataset-fashion-mnist)
 cluster_pkgs=(slurm-wlm slurm-wlm-basic-plugins munge libpmix2 gnuplot-nox shellcheck)
 packaging_pkgs=(python3 python3-yaml)  # tests/packaging reads spack/env/spack.yaml and the Spack recipe
 all_pkgs=("${build_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}" "${cluster_pkgs[@]}" "${packaging_pkgs[@]}")
+# --test (make test): also what only the tests need. The interop tests compare our models with
+# torchvision's (Debian's PyTorch, CPU only); building and running dptrain needs none of it.
+test_pkgs=(python3-torch python3-torchvision python3-numpy)
+if [[ "${1:-}" == "--test" ]]; then
+  all_pkgs+=("${test_pkgs[@]}")
+elif [[ $# -gt 0 ]]; then
+  echo "usage: install-deps.sh [--test]" >&2
+  exit 2
+fi
 
 if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
   cat <<MSG

@@ -76,7 +76,7 @@ std::vector<NamedTensor> read_section(hid_t file, const char* section, const std
   DPTRAIN_H5_CHECK(H5Lvisit(group.id(), H5_INDEX_NAME, H5_ITER_INC, collect_link, &links));
   DPTRAIN_CHECK(links.not_hard.empty(), where, ": '", links.not_hard.empty() ? "" : links.not_hard.front(),
                 "' is a soft or external link; a checkpoint holds its own datasets only");
-  std::vector<std::pair<std::int64_t, NamedTensor>> found;
+  std::vector<std::pair<std::int64_t, NamedTensor>> indexed;
   for (const std::string& name : links.names) {
     h5::Handle object(DPTRAIN_H5_CHECK(H5Oopen(group.id(), name.c_str(), H5P_DEFAULT)), H5Oclose);
     const H5I_type_t kind = H5Iget_type(object.id());
@@ -84,16 +84,16 @@ std::vector<NamedTensor> read_section(hid_t file, const char* section, const std
     const std::string dataset = std::string("/") + section + "/" + name;
     DPTRAIN_CHECK(kind == H5I_DATASET, path, ": ", dataset, " is neither a group nor a dataset");
     const std::int64_t index = h5::read_int_attribute(object.id(), "index", path + " dataset " + dataset);
-    found.emplace_back(index, read_tensor(object.id(), name, dataset, path));
+    indexed.emplace_back(index, read_tensor(object.id(), name, dataset, path));
   }
-  DPTRAIN_CHECK(static_cast<std::int64_t>(found.size()) == count, where, ": holds ", found.size(),
+  DPTRAIN_CHECK(static_cast<std::int64_t>(indexed.size()) == count, where, ": holds ", indexed.size(),
                 " datasets but its count says ", count);
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(indexed.begin(), indexed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<NamedTensor> tensors;
-  for (std::size_t i = 0; i < found.size(); ++i) {
-    DPTRAIN_CHECK(found[i].first == static_cast<std::int64_t>(i), where, ": dataset indices are not 0..", count - 1,
-                  " (", found[i].second.name, " has ", found[i].first, ")");
-    tensors.push_back(std::move(found[i].second));
+  for (std::size_t i = 0; i < indexed.size(); ++i) {
+    DPTRAIN_CHECK(indexed[i].first == static_cast<std::int64_t>(i), where, ": dataset indices are not 0..", count - 1,
+                  " (", indexed[i].second.name, " has ", indexed[i].first, ")");
+    tensors.push_back(std::move(indexed[i].second));
   }
   return tensors;
 }

@@ -29,6 +29,17 @@ void check_finite(const std::string& directory, const TrainingState& state) {
 }
 }  // namespace
 
+void write_checkpoint_as(const std::string& path, const TrainingState& state) {
+  {
+    ExclusiveFile temporary(path + ".tmp");
+    write_checkpoint_file(temporary.reopen_path(), state, temporary.path());
+    temporary.sync();  // the data before the name: a crash must not leave a renamed empty file
+    temporary.rename_to(path);
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  fsync_directory(parent.empty() ? "." : parent.string());
+}
+
 WriteReport write_checkpoint(const std::string& directory, const TrainingState& state) {
   namespace fs = std::filesystem;
   const auto start = std::chrono::steady_clock::now();
@@ -38,13 +49,7 @@ WriteReport write_checkpoint(const std::string& directory, const TrainingState& 
   DPTRAIN_CHECK(!ec, "cannot create the checkpoint directory ", directory, ": ", ec.message());
   const std::string name = checkpoint_file_name(state.progress.global_step);
   const std::string final_path = (fs::path(directory) / name).string();
-  {
-    ExclusiveFile temporary(final_path + ".tmp");
-    write_checkpoint_file(temporary.reopen_path(), state, temporary.path());
-    temporary.sync();  // the data before the name: a crash must not leave a renamed empty file
-    temporary.rename_to(final_path);
-  }
-  fsync_directory(directory);
+  write_checkpoint_as(final_path, state);
   replace_file_atomically(directory, kLatestName, name + "\n");
   WriteReport report;
   report.path = final_path;

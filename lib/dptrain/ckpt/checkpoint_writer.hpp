@@ -23,4 +23,8 @@ struct WriteReport {
 // call (prune_checkpoints).
 WriteReport write_checkpoint(const std::string& directory, const TrainingState& state);
 
+// The same durable write of one file at `path` (temporary beside it, fsync, rename, fsync of its
+// directory), without a directory's `latest` or the finiteness check: `dptrain import`'s output.
+void write_checkpoint_as(const std::string& path, const TrainingState& state);
+
 }  // namespace dptrain::ckpt

@@ -69,7 +69,7 @@ std::string ExclusiveFile::reopen_path() const {
   return path_;
 }
 
-void ExclusiveFile::write(const std::string& bytes) {
+void ExclusiveFile::write(std::string_view bytes) {
   std::size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 
 namespace dptrain::ckpt {
 
@@ -34,7 +35,7 @@ class ExclusiveFile {
   // name (HDF5); `path()` itself where /proc is not mounted.
   std::string reopen_path() const;
   // write(2) all of `bytes` at the current offset.
-  void write(const std::string& bytes);
+  void write(std::string_view bytes);
   // fsync(2) through our descriptor: the data of every descriptor of the inode, HDF5's included.
   void sync();
   // Checks that `path()` still names our file, closes it (checked) and renames it over `target`

@@ -1,5 +1,6 @@
 #include "dptrain/ckpt/training_state.hpp"
 
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -32,7 +33,8 @@ std::string where(const TrainingState& state) {
 // Pairs every target with the saved tensor of its name, or throws naming the first tensor that is
 // missing, extra or of another shape. Reads only, so a failure leaves the net untouched.
 std::vector<Assignment> match(const std::vector<NamedTensor>& saved, const std::vector<Target>& targets,
-                              const char* what, const TrainingState& state, const std::string& model) {
+                              const char* what, const TrainingState& state, const std::string& model,
+                              const std::set<std::string>& keep_fresh) {
   std::unordered_map<std::string, const NamedTensor*> by_name;
   for (const NamedTensor& t : saved) {
     DPTRAIN_CHECK(by_name.emplace(t.name, &t).second, where(state), " holds ", what, " ", t.name, " twice");
@@ -40,6 +42,7 @@ std::vector<Assignment> match(const std::vector<NamedTensor>& saved, const std::
   std::vector<Assignment> out;
   std::unordered_set<std::string> used;
   for (const Target& target : targets) {
+    if (keep_fresh.contains(target.name)) continue;
     const auto it = by_name.find(target.name);
     DPTRAIN_CHECK(it != by_name.end(), where(state), " has no ", what, " ", target.name, ", which model ", model,
                   " has; it was written for another version of the model");
@@ -53,8 +56,8 @@ std::vector<Assignment> match(const std::vector<NamedTensor>& saved, const std::
     out.push_back({&value, target.value});
   }
   for (const NamedTensor& t : saved) {
-    DPTRAIN_CHECK(used.contains(t.name), where(state), " has ", what, " ", t.name, ", which model ", model,
-                  " does not have; it was written for another version of the model");
+    DPTRAIN_CHECK(used.contains(t.name) || keep_fresh.contains(t.name), where(state), " has ", what, " ", t.name,
+                  ", which model ", model, " does not have; it was written for another version of the model");
   }
   return out;
 }
@@ -109,15 +112,21 @@ TrainingState capture_state(Net& net, Sgd& sgd, const std::string& model, const 
   return state;
 }
 
-void apply_state(const TrainingState& state, const std::string& model, Net& net, Sgd& sgd) {
+void apply_state(const TrainingState& state, const std::string& model, Net& net, Sgd& sgd,
+                 const std::set<std::string>& keep_fresh) {
   DPTRAIN_CHECK(state.model == model, where(state), " was written for model ", state.model, ", not ", model);
   DPTRAIN_CHECK(state.optimizer.type == "sgd", where(state), " holds the state of optimizer '", state.optimizer.type,
                 "', but this run uses sgd");
   // Every check before the first copy: a failed resume must leave the fresh net as it was.
-  std::vector<Assignment> all = match(state.parameters, parameter_targets(net), "parameter", state, model);
-  const std::vector<Assignment> buffers = match(state.buffers, buffer_targets(net), "buffer", state, model);
-  const std::vector<Assignment> momentum =
-      match(state.optimizer.momentum, momentum_targets(sgd), "momentum buffer of parameter", state, model);
+  std::vector<Assignment> all = match(state.parameters, parameter_targets(net), "parameter", state, model, keep_fresh);
+  const std::vector<Assignment> buffers = match(state.buffers, buffer_targets(net), "buffer", state, model, {});
+  // Weights imported from elsewhere (`dptrain import`) come at step 0 without momentum: it starts at 0
+  // as in a fresh run. A checkpoint of a run that has stepped must have all of it.
+  const bool fresh_optimizer = state.optimizer.momentum.empty() && state.progress.global_step == 0;
+  const std::vector<Assignment> momentum = fresh_optimizer
+                                               ? std::vector<Assignment>{}
+                                               : match(state.optimizer.momentum, momentum_targets(sgd),
+                                                       "momentum buffer of parameter", state, model, keep_fresh);
   all.insert(all.end(), buffers.begin(), buffers.end());
   all.insert(all.end(), momentum.begin(), momentum.end());
   Backend& backend = net.backend();

@@ -3,6 +3,7 @@
 // of ranks. Tensors are fp32 host copies in plain (NCHW) layout, addressed by the parameters' stable
 // names, so the state does not depend on the device, the memory layout or the order of the layers.
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -97,7 +98,11 @@ TrainingState capture_state(Net& net, Sgd& sgd, const std::string& model, const 
 // model name, then every parameter, buffer and momentum buffer: missing, extra or of another shape)
 // and nothing is modified unless all of it fits; the error names the checkpoint and the tensor.
 // Hyper-parameters and progress are left to the caller, who decides what a resume keeps.
-void apply_state(const TrainingState& state, const std::string& model, Net& net, Sgd& sgd);
+// Parameters named in `keep_fresh` (a classifier re-initialised for another class count) keep the
+// net's values, and their saved tensors and momentum are ignored. A state at step 0 without momentum
+// (imported weights) leaves the momentum at zero.
+void apply_state(const TrainingState& state, const std::string& model, Net& net, Sgd& sgd,
+                 const std::set<std::string>& keep_fresh = {});
 
 // Sgd names its buffers "<parameter>/momentum"; checkpoints name them after the parameter.
 std::string momentum_parameter_name(const std::string& buffer_name);

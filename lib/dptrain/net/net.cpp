@@ -80,6 +80,24 @@ const Tensor& Net::probabilities() const {
   return static_cast<const SoftmaxCrossEntropy&>(*nodes_[static_cast<std::size_t>(main_loss_)].layer).probabilities();
 }
 
+const Tensor& Net::logits() const {
+  DPTRAIN_CHECK(memory_.purpose == NetPurpose::inference || !memory_.plan,
+                "Net::logits: a planned training net does not keep its logits after the forward pass");
+  const Node& loss = nodes_[static_cast<std::size_t>(main_loss_)];
+  return nodes_[static_cast<std::size_t>(loss.inputs.at(0))].output;
+}
+
+std::vector<Parameter*> Net::classifier_parameters() {
+  std::vector<Parameter*> out;
+  for (const Node& node : nodes_) {
+    if (!node.is_loss) continue;
+    Node& producer = nodes_[static_cast<std::size_t>(node.inputs.at(0))];
+    if (!producer.layer) continue;
+    for (Parameter& p : producer.layer->parameters()) out.push_back(&p);
+  }
+  return out;
+}
+
 std::vector<double> Net::losses() const {
   std::vector<double> out;
   for (const Node& node : nodes_) {

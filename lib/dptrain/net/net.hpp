@@ -38,6 +38,12 @@ class Net {
 
   // The main classifier's probabilities [N, classes] from the latest forward.
   const Tensor& probabilities() const;
+  // The main classifier's logits [N, classes] from the latest forward of an inference net (in a
+  // training net a node after the loss, an auxiliary head, may reuse their memory): on the device.
+  const Tensor& logits() const;
+  // The parameters of the layers whose outputs are the logits of a loss (the classifier and any
+  // auxiliary classifier): the tensors whose shape follows the class count.
+  std::vector<Parameter*> classifier_parameters();
   // The loss of each loss layer from the latest forward, unweighted, in build order (the training-only
   // ones only after a training forward).
   std::vector<double> losses() const;

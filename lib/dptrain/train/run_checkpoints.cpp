@@ -1,9 +1,11 @@
 #include "dptrain/train/run_checkpoints.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
 
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
@@ -100,10 +102,28 @@ std::optional<ckpt::Progress> RunCheckpoints::locate() {
   return progress;
 }
 
-void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd) {
+void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd, bool reset_classifier) {
   if (comm_.rank() == 0) {
     DPTRAIN_CHECK(loaded_.has_value(), "restore() without a located checkpoint");
-    ckpt::apply_state(*loaded_, model, net, sgd);
+    std::set<std::string> fresh;
+    std::string names;
+    for (Parameter* p : net.classifier_parameters()) {
+      const auto saved = std::find_if(loaded_->parameters.begin(), loaded_->parameters.end(),
+                                      [&](const ckpt::NamedTensor& t) { return t.name == p->name; });
+      if (reset_classifier) {
+        fresh.insert(p->name);
+        names += (names.empty() ? "" : ", ") + p->name;
+        continue;
+      }
+      DPTRAIN_CHECK(saved == loaded_->parameters.end() || saved->value.shape() == p->value.shape(), "checkpoint ",
+                    loaded_->source, " has classifier ", p->name, " of shape ", saved->value.shape().to_string(),
+                    ", but this run's is ", p->value.shape().to_string(),
+                    " (another class count): give --reset-classifier to start the classifier afresh and "
+                    "fine-tune the rest");
+    }
+    ckpt::apply_state(*loaded_, model, net, sgd, fresh);
+    if (reset_classifier)
+      log_ << "re-initialised the classifier (" << names << "); the rest comes from the checkpoint\n";
     loaded_.reset();  // the host copies are no longer needed
   }
   distributed::broadcast_training_state(net, sgd, comm_);

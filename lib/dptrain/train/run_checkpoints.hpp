@@ -59,8 +59,10 @@ class RunCheckpoints {
   std::optional<ckpt::Progress> locate();
   // Collective, after locate() found one: rank 0 puts the weights, batch-norm statistics and momentum
   // into the net (validated: another model or shape is an error naming the tensor), then they are
-  // broadcast to every rank.
-  void restore(const std::string& model, Net& net, Sgd& sgd);
+  // broadcast to every rank. With `reset_classifier` the net's classifier layers keep their fresh
+  // initialisation (fine-tuning for another class count); without it, a classifier of another class
+  // count is an error that names the option.
+  void restore(const std::string& model, Net& net, Sgd& sgd, bool reset_classifier = false);
 
   enum class Next { train, checkpoint, checkpoint_and_stop };
   // Collective, after every step: what to do before the next one. `next_seconds` (rank 0's) is how

@@ -33,7 +33,8 @@ struct TrainingRunConfig {
   float momentum = 0.9f, weight_decay = 1e-4f, label_smoothing = 0.f;
   bool nesterov = false, aux_heads = true, flip = false;
   int crop = 0, pad = 0;
-  int loader_threads = 0;  // 0: what the rank can spare
+  int loader_threads = 0;         // 0: what the rank can spare
+  bool reset_classifier = false;  // a resume keeps the fresh classifier (fine-tuning to other classes)
   int log_every = 50;
   std::uint64_t seed = 1;
   distributed::JobOptions dist;

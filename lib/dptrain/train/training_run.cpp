@@ -108,7 +108,8 @@ void TrainingRun::State::start_up() {
   checkpoints->announce_ready();
   resume = checkpoints->locate();
   per_rank_batch = o.batch;
-  if (resume && !o.batch_given) {
+  // Imported weights (global batch 0) come from no run: this run's batch applies.
+  if (resume && !o.batch_given && resume->global_batch > 0) {
     // The same global batch on another number of ranks: the run continues the same optimisation.
     DPTRAIN_CHECK(resume->global_batch % job->size() == 0, "the checkpoint's global batch of ", resume->global_batch,
                   " does not divide among ", job->size(),
@@ -199,15 +200,20 @@ void TrainingRun::State::start_up() {
 }
 
 void TrainingRun::State::restore() {
-  checkpoints->restore(o.model, *net, trainer->optimizer());
+  checkpoints->restore(o.model, *net, trainer->optimizer(), o.reset_classifier);
   trainer->set_global_step(resume->global_step);
   trainer->loss_scaler().restore({resume->loss_scale, resume->loss_scale_clean_steps});
   train_loader->seek(resume->epoch, resume->samples_in_epoch);
   first_step = resume->global_step;
-  *out << "resuming from " << checkpoints->resumed_from() << ": step " << resume->global_step << ", epoch "
-       << resume->epoch + 1 << ", sample " << resume->samples_in_epoch << " of the epoch (saved on "
-       << resume->world_size << " rank" << (resume->world_size == 1 ? "" : "s") << ", global batch "
-       << resume->global_batch << ")\n";
+  if (resume->global_batch == 0) {
+    *out << "starting from the weights in " << checkpoints->resumed_from()
+         << " (imported: step 0, no optimizer state)\n";
+  } else {
+    *out << "resuming from " << checkpoints->resumed_from() << ": step " << resume->global_step << ", epoch "
+         << resume->epoch + 1 << ", sample " << resume->samples_in_epoch << " of the epoch (saved on "
+         << resume->world_size << " rank" << (resume->world_size == 1 ? "" : "s") << ", global batch "
+         << resume->global_batch << ")\n";
+  }
   DPTRAIN_CHECK(first_step < total_steps, "the checkpoint is at step ", first_step,
                 ", which is not before the last "
                 "step ",

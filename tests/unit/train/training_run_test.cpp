@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include "dptrain/ckpt/checkpoint_file.hpp"
+#include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/preemption.hpp"
+#include "dptrain/interop/weights.hpp"
 #include "dptrain/net/net.hpp"
 #include "support/dataset_testing.hpp"
 #include "support/field_testing.hpp"
@@ -166,6 +168,56 @@ TEST_CASE("the stored configuration round-trips every field", "[train][fields]")
   CHECK_THROWS_WITH(parse_stored_configuration("{\"crop\": 1099511627776}", "ckpt"),
                     Catch::Contains("ckpt: 'crop' has the wrong type (1099511627776)"));
   CHECK_THROWS_WITH(parse_stored_configuration("{\"seed\": -3}", "ckpt"), Catch::Contains("'seed' has the wrong type"));
+}
+
+TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh only when asked", "[train][run]") {
+  TempDir dir;
+  // Weights of a lenet for 10 classes (the tiny dataset has 4), through safetensors as an import makes them.
+  TrainingRunConfig c = lenet_config(dir.path / "trained");
+  c.steps = 1;
+  std::ostringstream quiet;
+  std::vector<float> conv1;
+  {
+    TrainingRun donor(c, quiet);
+    REQUIRE(donor.run() == 0);
+  }
+  ckpt::TrainingState donor = ckpt::read_checkpoint((dir.path / "trained" / "ckpt-000000001.h5").string());
+  for (ckpt::NamedTensor& t : donor.parameters) {
+    if (t.name.starts_with("ip2/")) {  // the classifier: as if trained for 10 classes
+      Shape shape = t.value.shape();
+      std::vector<std::int64_t> dims = shape.dims();
+      dims[0] = 10;
+      t.value = Tensor::zeros(Shape(dims));
+    }
+    if (t.name == "conv1/weight") conv1.assign(t.value.data<float>(), t.value.data<float>() + t.value.numel());
+  }
+  const interop::SafetensorsFile file = interop::export_weights(donor, interop::NameStyle::dptrain, {});
+  const interop::ImportedWeights w = interop::import_weights(file, "donor", {"lenet", std::nullopt, std::nullopt});
+  REQUIRE(w.classes == 10);
+  const std::string imported = (dir.path / "imported.h5").string();
+  ckpt::write_checkpoint_as(imported, w.state);
+
+  TrainingRunConfig f = lenet_config(dir.path / "fine-tuned");
+  f.steps = 2;
+  f.batch = 8;
+  f.checkpoints.resume = imported;
+  CHECK_THROWS_WITH(TrainingRun(f, quiet), Catch::Contains("has classifier ip2/weight of shape [10,500]") &&
+                                               Catch::Contains("give --reset-classifier"));
+  f.reset_classifier = true;
+  std::ostringstream out;
+  TrainingRun run(f, out);
+  CHECK(run.resumed());
+  CHECK(run.first_step() == 0);
+  CHECK(run.per_rank_batch() == 8);  // an import has no global batch of its own to keep
+  CHECK_THAT(out.str(), Catch::Contains("re-initialised the classifier (ip2/weight, ip2/bias)") &&
+                            Catch::Contains("starting from the weights in " + imported));
+  for (Parameter* p : run.net().parameters()) {
+    if (p->name != "conv1/weight") continue;
+    const Tensor host = run.net().backend().to_host(p->value);
+    CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) == conv1);
+  }
+  REQUIRE(run.run() == 0);
+  CHECK(run.progress().global_step == 2);
 }
 
 }  // namespace

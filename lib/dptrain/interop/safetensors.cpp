@@ -1,0 +1,270 @@
+#include "dptrain/interop/safetensors.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "dptrain/ckpt/durable_io.hpp"
+#include "dptrain/ckpt/exclusive_file.hpp"
+#include "dptrain/core/error.hpp"
+
+namespace dptrain::interop {
+namespace {
+static_assert(std::endian::native == std::endian::little, "safetensors stores little-endian bytes");
+
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementation's limit
+constexpr const char* kMetadataKey = "__metadata__";
+
+struct Entry {
+  std::string name;
+  std::string dtype;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;
+};
+
+std::uint64_t element_count(const std::vector<std::int64_t>& shape, const std::string& where) {
+  std::uint64_t n = 1;
+  for (const std::int64_t d : shape) {
+    DPTRAIN_CHECK(d >= 0, where, ": a negative dimension");
+    const auto u = static_cast<std::uint64_t>(d);
+    DPTRAIN_CHECK(u == 0 || n <= std::numeric_limits<std::uint64_t>::max() / u, where, ": the shape overflows");
+    n *= u;
+  }
+  return n;
+}
+
+std::uint64_t offset_of(const nlohmann::json& v, const std::string& where) {
+  DPTRAIN_CHECK(v.is_number_unsigned(), where, ": data_offsets must be two non-negative integers");
+  return v.get<std::uint64_t>();
+}
+
+Entry parse_entry(const std::string& name, const nlohmann::json& v, const std::string& where) {
+  const std::string at = where + ": tensor '" + name + "'";
+  DPTRAIN_CHECK(v.is_object(), at, " is not an object with dtype, shape and data_offsets");
+  DPTRAIN_CHECK(v.size() == 3 && v.contains("dtype") && v.contains("shape") && v.contains("data_offsets"), at,
+                " must have exactly the keys dtype, shape and data_offsets");
+  Entry e;
+  e.name = name;
+  DPTRAIN_CHECK(v["dtype"].is_string(), at, ": dtype is not a string");
+  e.dtype = v["dtype"].get<std::string>();
+  const std::size_t item = safetensors_dtype_size(e.dtype);
+  DPTRAIN_CHECK(item > 0, at, ": unknown dtype '", e.dtype, "'");
+  DPTRAIN_CHECK(v["shape"].is_array(), at, ": shape is not an array");
+  for (const auto& d : v["shape"]) {
+    DPTRAIN_CHECK(d.is_number_unsigned() && d.get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max(), at,
+                  ": shape must hold non-negative integers");
+    e.shape.push_back(d.get<std::int64_t>());
+  }
+  const auto& offsets = v["data_offsets"];
+  DPTRAIN_CHECK(offsets.is_array() && offsets.size() == 2, at, ": data_offsets must be [begin, end]");
+  e.begin = offset_of(offsets[0], at);
+  e.end = offset_of(offsets[1], at);
+  DPTRAIN_CHECK(e.begin <= e.end, at, ": data_offsets [", e.begin, ", ", e.end, "] end before they begin");
+  const std::uint64_t count = element_count(e.shape, at);
+  DPTRAIN_CHECK(count <= std::numeric_limits<std::uint64_t>::max() / item && count * item == e.end - e.begin, at,
+                " has ", e.end - e.begin, " bytes, but its shape and dtype ", e.dtype, " need ", count, " x ", item);
+  return e;
+}
+
+// nlohmann keeps the last of two equal keys; the format forbids them, so the parse rejects them.
+nlohmann::json parse_header(std::string_view text, const std::string& where) {
+  std::vector<std::set<std::string>> keys_at_depth;
+  std::string duplicate;
+  const nlohmann::json::parser_callback_t refuse_duplicates = [&](int depth, nlohmann::json::parse_event_t event,
+                                                                  nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      if (static_cast<int>(keys_at_depth.size()) <= depth) keys_at_depth.resize(static_cast<std::size_t>(depth) + 1);
+      keys_at_depth[static_cast<std::size_t>(depth)].clear();
+    } else if (event == Event::key && depth >= 1) {
+      auto& seen = keys_at_depth[static_cast<std::size_t>(depth) - 1];
+      if (!seen.insert(parsed.get<std::string>()).second && duplicate.empty()) duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text.begin(), text.end(), refuse_duplicates);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(detail::concat(where, ": the header is not valid JSON (", e.what(), ")"));
+  }
+  DPTRAIN_CHECK(duplicate.empty(), where, ": the header names '", duplicate, "' twice");
+  DPTRAIN_CHECK(header.is_object(), where, ": the header is not a JSON object");
+  return header;
+}
+
+std::uint16_t load_u16(const char* p) {
+  std::uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+float half_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exponent = (h >> 10) & 0x1fu;
+  std::uint32_t mantissa = h & 0x3ffu;
+  std::uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // infinity or NaN
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: normalise it
+    exponent = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+}  // namespace
+
+std::size_t safetensors_dtype_size(std::string_view dtype) {
+  if (dtype == "BOOL" || dtype == "U8" || dtype == "I8" || dtype == "F8_E4M3" || dtype == "F8_E5M2") return 1;
+  if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") return 2;
+  if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+  if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+  return 0;
+}
+
+void SafetensorsFile::add(std::string name, const Tensor& value) {
+  DPTRAIN_CHECK(value.dtype() == DType::f32 && value.device().is_cpu() && value.layout() == Layout::plain,
+                "safetensors: tensor ", name, " is not a plain f32 host tensor");
+  auto owner = std::make_shared<Tensor>(value);
+  tensors_.push_back({std::move(name), "F32", value.shape().dims(),
+                      std::string_view(static_cast<const char*>(owner->raw()), owner->bytes())});
+  owners_.push_back(std::move(owner));
+}
+
+void SafetensorsFile::add_bytes(std::string name, std::string dtype, std::vector<std::int64_t> shape,
+                                std::string bytes) {
+  const std::size_t item = safetensors_dtype_size(dtype);
+  DPTRAIN_CHECK(item > 0 && element_count(shape, name) * item == bytes.size(), "safetensors: tensor ", name, " has ",
+                bytes.size(), " bytes, not what its dtype ", dtype, " and shape need");
+  auto owner = std::make_shared<std::string>(std::move(bytes));
+  tensors_.push_back({std::move(name), std::move(dtype), std::move(shape), std::string_view(*owner)});
+  owners_.push_back(std::move(owner));
+}
+
+const StoredTensor* SafetensorsFile::find(const std::string& name) const {
+  const auto it = std::find_if(tensors_.begin(), tensors_.end(), [&](const StoredTensor& t) { return t.name == name; });
+  return it == tensors_.end() ? nullptr : &*it;
+}
+
+void SafetensorsFile::write(const std::string& path) const {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
+  std::uint64_t offset = 0;
+  std::set<std::string> names;
+  for (const StoredTensor& t : tensors_) {
+    DPTRAIN_CHECK(!t.name.empty() && t.name != kMetadataKey && names.insert(t.name).second, path,
+                  ": cannot write tensor name '", t.name, "' (empty, reserved or given twice)");
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
+    offset += t.bytes.size();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // the tensors start 8-byte aligned
+  const std::uint64_t length = text.size();
+  char prefix[8];
+  std::memcpy(prefix, &length, sizeof prefix);
+
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  ckpt::ExclusiveFile temporary(path + ".tmp");
+  temporary.write(std::string_view(prefix, sizeof prefix));
+  temporary.write(text);
+  for (const StoredTensor& t : tensors_) temporary.write(t.bytes);
+  temporary.sync();
+  temporary.rename_to(path);
+  ckpt::fsync_directory(target.has_parent_path() ? target.parent_path().string() : ".");
+}
+
+SafetensorsFile SafetensorsFile::read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  DPTRAIN_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  DPTRAIN_CHECK(!in.bad(), "reading ", path, " failed");
+  return parse(std::move(bytes), path);
+}
+
+SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& where) {
+  DPTRAIN_CHECK(bytes.size() >= 8, where, ": ", bytes.size(), " bytes, too short for a safetensors file");
+  std::uint64_t length = 0;
+  std::memcpy(&length, bytes.data(), sizeof length);
+  DPTRAIN_CHECK(length <= kMaxHeaderBytes && length <= bytes.size() - 8, where, ": the header length ", length,
+                " does not fit in the file's ", bytes.size(), " bytes (is it a safetensors file?)");
+  const std::string_view text(bytes.data() + 8, length);
+  DPTRAIN_CHECK(!text.empty() && text.front() == '{', where, ": the header does not start with '{'");
+  const nlohmann::json header = parse_header(text, where);
+
+  SafetensorsFile file;
+  std::vector<Entry> entries;
+  for (const auto& [key, value] : header.items()) {
+    if (key == kMetadataKey) {
+      DPTRAIN_CHECK(value.is_object(), where, ": __metadata__ is not an object");
+      for (const auto& [k, v] : value.items()) {
+        DPTRAIN_CHECK(v.is_string(), where, ": __metadata__ entry '", k, "' is not a string");
+        file.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    DPTRAIN_CHECK(!key.empty(), where, ": a tensor has an empty name");
+    entries.push_back(parse_entry(key, value, where));
+  }
+  // Every byte after the header belongs to exactly one tensor: sorted by offset, each begins where the
+  // one before it ends, and the last ends at the end of the file.
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
+  const std::uint64_t data_bytes = bytes.size() - 8 - length;
+  std::uint64_t expected = 0;
+  for (const Entry& e : entries) {
+    DPTRAIN_CHECK(e.begin == expected, where, ": tensor '", e.name, "' begins at byte ", e.begin, " of the data, not ",
+                  expected, " (the ranges overlap or leave a gap)");
+    expected = e.end;
+  }
+  DPTRAIN_CHECK(expected == data_bytes, where, ": the tensors cover ", expected, " bytes of data, but the file has ",
+                data_bytes, " after its header");
+
+  auto owner = std::make_shared<std::string>(std::move(bytes));
+  const char* data = owner->data() + 8 + length;
+  for (Entry& e : entries) {
+    file.tensors_.push_back({std::move(e.name), std::move(e.dtype), std::move(e.shape),
+                             std::string_view(data + e.begin, static_cast<std::size_t>(e.end - e.begin))});
+  }
+  file.owners_.push_back(std::move(owner));
+  return file;
+}
+
+Tensor to_f32(const StoredTensor& t, const std::string& where) {
+  Tensor out = Tensor::empty(Shape(t.shape));
+  float* dst = out.data<float>();
+  const char* src = t.bytes.data();
+  const auto n = static_cast<std::size_t>(out.numel());
+  if (t.dtype == "F32") {
+    std::memcpy(dst, src, n * sizeof(float));
+  } else if (t.dtype == "F64") {
+    for (std::size_t i = 0; i < n; ++i) {
+      double v;
+      std::memcpy(&v, src + i * sizeof v, sizeof v);
+      dst[i] = static_cast<float>(v);
+    }
+  } else if (t.dtype == "BF16") {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(std::uint32_t{load_u16(src + 2 * i)} << 16);
+  } else if (t.dtype == "F16") {
+    for (std::size_t i = 0; i < n; ++i) dst[i] = half_to_float(load_u16(src + 2 * i));
+  } else {
+    throw Error(detail::concat(where, ": tensor '", t.name, "' has dtype ", t.dtype,
+                               ", not a floating-point type (F32, F64, F16 or BF16)"));
+  }
+  return out;
+}
+
+}  // namespace dptrain::interop
