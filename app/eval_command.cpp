@@ -101,7 +101,7 @@ void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Mani
 
 int run_eval(const EvalOptions& o) {
   distributed::Job job(o.dist, visible_devices(o.device));
-  if (!o.images.empty()) return run_eval_images({o.checkpoint, o.images, o.logits, o.device}, job);
+  if (!o.images.empty()) return run_eval_images({o.checkpoint, o.images, o.logits, o.batch, o.device}, job);
   DPTRAIN_CHECK(!o.data.empty(), "give --data (a dataset to score) or --images and --logits");
   distributed::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);

@@ -3,6 +3,8 @@
 // their own preprocessing, and how the interop tests compare our forward pass with torchvision's.
 #include "eval_images.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "dptrain/ckpt/checkpoint_directory.hpp"
@@ -30,13 +32,20 @@ Tensor read_images(const std::string& path) {
 
 int run_eval_images(const EvalImagesOptions& o, distributed::Job& job) {
   DPTRAIN_CHECK(job.size() == 1, "eval --images runs on one process, not ", job.size());
+  DPTRAIN_CHECK(o.batch > 0, "eval --images: --batch-size must be positive, not ", o.batch);
+  std::error_code ec;
+  DPTRAIN_CHECK(!std::filesystem::exists(std::filesystem::symlink_status(o.logits, ec)), o.logits,
+                " already exists: eval --images does not overwrite a file; remove it or choose another name");
   const ckpt::TrainingState state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
   const TrainingRunConfig stored = parse_stored_configuration(state.configuration, state.source + " configuration");
   const Tensor images = read_images(o.images);
+  const std::int64_t count = images.shape()[0];
 
+  // Steps of --batch-size images (the last one padded with zeros, whose logits are dropped: in
+  // inference every image's logits are its own), so memory does not grow with the file.
   auto backend = make_backend(o.device, job);
   ModelConfig config;
-  config.batch = static_cast<int>(images.shape()[0]);
+  config.batch = static_cast<int>(std::min<std::int64_t>(count, o.batch));
   config.channels = static_cast<int>(images.shape()[1]);
   config.image_size = static_cast<int>(images.shape()[2]);
   config.classes = interop::checkpoint_classes(state);
@@ -44,13 +53,33 @@ int run_eval_images(const EvalImagesOptions& o, distributed::Job& job) {
   config.memory = memory_options(o.device, NetPurpose::inference);
   auto net = build_model(state.model, *backend, config);
   Trainer trainer(*net, TrainerConfig{});
-  ckpt::apply_state(state, state.model, *net, trainer.optimizer());
+  try {
+    ckpt::apply_state(state, state.model, *net, trainer.optimizer());
+  } catch (const Error& e) {
+    throw Error(detail::concat(
+        e.what(), " (the model built for ", o.images, "'s ", config.channels, "-channel images of ", config.image_size,
+        "x", config.image_size,
+        stored.crop > 0 ? detail::concat("; the checkpoint was trained on crops of ", stored.crop) : std::string(),
+        ")"));
+  }
 
-  backend->copy_from_host(images, net->images());
+  const std::int64_t per_image = images.numel() / count;
+  Tensor step_images = Tensor::zeros(Shape{config.batch, config.channels, config.image_size, config.image_size});
+  Tensor logits;
   PassContext pass;
   pass.training = false;
-  net->run_forward(pass);
-  const Tensor logits = backend->to_host(net->logits());
+  for (std::int64_t first = 0; first < count; first += config.batch) {
+    const std::int64_t n = std::min<std::int64_t>(config.batch, count - first);
+    float* to = step_images.data<float>();
+    std::copy_n(images.data<float>() + first * per_image, n * per_image, to);
+    std::fill(to + n * per_image, to + config.batch * per_image, 0.f);
+    backend->copy_from_host(step_images, net->images());
+    net->run_forward(pass);
+    const Tensor step_logits = backend->to_host(net->logits());
+    const std::int64_t classes = step_logits.shape()[1];
+    if (first == 0) logits = Tensor::empty(Shape{count, classes});
+    std::copy_n(step_logits.data<float>(), n * classes, logits.data<float>() + first * classes);
+  }
 
   interop::SafetensorsFile out;
   out.add("logits", logits);
@@ -58,8 +87,9 @@ int run_eval_images(const EvalImagesOptions& o, distributed::Job& job) {
   out.metadata["model"] = state.model;
   out.write(o.logits);
   std::cout << "logits of " << state.model << " (" << state.source << ", step " << state.progress.global_step << ") on "
-            << config.batch << " images of " << config.image_size << "x" << config.image_size << "x" << config.channels
-            << " from " << o.images << ": " << logits.shape().to_string() << " to " << o.logits << "\n";
+            << count << " images of " << config.image_size << "x" << config.image_size << "x" << config.channels
+            << " from " << o.images << " in steps of " << config.batch << ": " << logits.shape().to_string() << " to "
+            << o.logits << "\n";
   return 0;
 }
 

@@ -9,6 +9,7 @@ namespace dptrain::app {
 
 struct EvalImagesOptions {
   std::string checkpoint, images, logits;
+  int batch = 64;  // images per forward pass
   BackendOptions device;
 };
 

@@ -54,7 +54,16 @@ interop::ExportMetadata describe_input(const ckpt::TrainingState& state, const s
   return meta;
 }
 
+// Before any work: export and import write only new files (the final rename refuses a name that
+// appears meanwhile), so neither can replace a checkpoint, their own input included.
+void refuse_existing(const std::string& path, const char* command) {
+  std::error_code ec;
+  DPTRAIN_CHECK(!std::filesystem::exists(std::filesystem::symlink_status(path, ec)), path, " already exists: dptrain ",
+                command, " does not overwrite a file; remove it or choose another name");
+}
+
 int run_export(const ExportOptions& o) {
+  refuse_existing(o.output, "export");
   const ckpt::TrainingState state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
   // torchvision names by default where torchvision has the model, our own names elsewhere.
   interop::NameStyle style = interop::parse_name_style(o.names);
@@ -68,17 +77,14 @@ int run_export(const ExportOptions& o) {
 }
 
 int run_import(const ImportOptions& o) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  DPTRAIN_CHECK(!fs::exists(fs::symlink_status(o.output, ec)), o.output,
-                " already exists: dptrain import does not overwrite a checkpoint; remove it or choose another name");
+  refuse_existing(o.output, "import");
   const interop::SafetensorsFile file = interop::SafetensorsFile::read(o.input);
   interop::ImportOptions options;
   options.model = o.model;
   if (!o.names.empty()) options.names = interop::parse_name_style(o.names);
   if (o.classes > 0) options.classes = o.classes;
   interop::ImportedWeights w = interop::import_weights(file, o.input, options);
-  ckpt::write_checkpoint_as(o.output, w.state);
+  ckpt::write_new_checkpoint(o.output, w.state);
   std::cout << "imported " << o.model << " (" << w.classes << " classes"
             << (w.aux_heads ? "" : ", without auxiliary classifiers") << ") from " << o.input << ": "
             << w.state.parameters.size() << " parameters and " << w.state.buffers.size() << " buffers with "
@@ -97,7 +103,7 @@ Command add_export_command(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
   cmd->add_option("checkpoint", o->checkpoint, "A checkpoint (ckpt-*.h5) or checkpoint directory (its latest)")
       ->required();
-  cmd->add_option("output", o->output, "The safetensors file to write (atomically)")->required();
+  cmd->add_option("output", o->output, "The safetensors file to write (atomically; it must not exist)")->required();
   cmd->add_option("--names", o->names,
                   "Tensor names: torchvision (its state_dict keys; the default for the models it has) or "
                   "dptrain (ours, for every model)")

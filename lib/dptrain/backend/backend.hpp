@@ -147,6 +147,14 @@ class Backend {
 
   // Memory on this backend's device, plain layout.
   virtual Tensor allocate(Shape shape, DType dtype = DType::f32) = 0;
+  // The same, filled with zeros. On the host the zeros come from the allocator (fresh pages of a large
+  // block cost nothing until touched), so a net built only to read its shapes (`dptrain import`'s
+  // probes) commits no memory for its parameters.
+  virtual Tensor allocate_zeros(Shape shape, DType dtype = DType::f32) {
+    Tensor t = allocate(std::move(shape), dtype);
+    fill(t, 0.f);
+    return t;
+  }
   // An activation or activation gradient (of dtype activation_dtype(precision())), in the layout this backend's kernels
   // read fastest (nChw16c or nChw8c where possible on the CPU). The layers' plans accept any layout; this one costs no
   // reorder.

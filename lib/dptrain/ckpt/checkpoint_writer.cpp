@@ -27,17 +27,29 @@ void check_finite(const std::string& directory, const TrainingState& state) {
                                                      " still names ", *latest, ", the last checkpoint written")
                                     : std::string("no earlier checkpoint exists")));
 }
-}  // namespace
 
-void write_checkpoint_as(const std::string& path, const TrainingState& state) {
+void write_checkpoint_file_durably(const std::string& path, const TrainingState& state, bool replace) {
   {
-    ExclusiveFile temporary(path + ".tmp");
+    ExclusiveFile temporary(replace ? path + ".tmp" : temporary_name_for(path));
     write_checkpoint_file(temporary.reopen_path(), state, temporary.path());
     temporary.sync();  // the data before the name: a crash must not leave a renamed empty file
-    temporary.rename_to(path);
+    if (replace) {
+      temporary.rename_to(path);
+    } else {
+      temporary.rename_to_new(path);
+    }
   }
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   fsync_directory(parent.empty() ? "." : parent.string());
+}
+}  // namespace
+
+void write_checkpoint_as(const std::string& path, const TrainingState& state) {
+  write_checkpoint_file_durably(path, state, true);
+}
+
+void write_new_checkpoint(const std::string& path, const TrainingState& state) {
+  write_checkpoint_file_durably(path, state, false);
 }
 
 WriteReport write_checkpoint(const std::string& directory, const TrainingState& state) {

@@ -24,7 +24,10 @@ struct WriteReport {
 WriteReport write_checkpoint(const std::string& directory, const TrainingState& state);
 
 // The same durable write of one file at `path` (temporary beside it, fsync, rename, fsync of its
-// directory), without a directory's `latest` or the finiteness check: `dptrain import`'s output.
+// directory), without a directory's `latest` or the finiteness check. Replaces an existing file.
 void write_checkpoint_as(const std::string& path, const TrainingState& state);
+// The same for a file the user named (`dptrain import`'s output): an existing `path` is an error and
+// is never replaced, even one that appears while the file is written.
+void write_new_checkpoint(const std::string& path, const TrainingState& state);
 
 }  // namespace dptrain::ckpt

@@ -37,6 +37,28 @@ void rename_file(const std::string& from, const std::string& to) {
   if (std::rename(from.c_str(), to.c_str()) != 0) throw_posix_error("rename", from + ", " + to);
 }
 
+void rename_file_no_replace(const std::string& from, const std::string& to) {
+  const auto exists_error = [&] {
+    throw Error(detail::concat(to, " already exists: not replacing it (remove it or choose another name)"));
+  };
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return;
+  if (errno == EEXIST) exists_error();
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP) throw_posix_error("renameat2", from + ", " + to);
+  // No RENAME_NOREPLACE here (an older kernel or a network file system): a hard link fails on an
+  // existing name just as atomically.
+  if (::link(from.c_str(), to.c_str()) == 0) {
+    if (::unlink(from.c_str()) != 0) throw_posix_error("unlink", from);
+    return;
+  }
+  if (errno == EEXIST) exists_error();
+  if (errno != EPERM && errno != ENOTSUP && errno != ENOSYS) throw_posix_error("link", from + ", " + to);
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(to, ec))) exists_error();
+  rename_file(from, to);
+}
+
+std::string temporary_name_for(const std::string& target) { return target + "." + std::to_string(::getpid()) + ".tmp"; }
+
 void replace_file_atomically(const std::string& directory, const std::string& name, const std::string& contents) {
   const std::string target = (std::filesystem::path(directory) / name).string();
   ExclusiveFile temporary(target + ".tmp");

@@ -13,6 +13,14 @@ namespace dptrain::ckpt {
 void fsync_directory(const std::string& directory);
 // rename(2): atomic replacement of `to` on the same file system.
 void rename_file(const std::string& from, const std::string& to);
+// Renames `from` to `to` only if `to` does not exist, atomically where the file system can
+// (renameat2 RENAME_NOREPLACE, else link(2) then unlink(2)); an existing `to` is an error naming it,
+// whatever appeared there since an earlier check. A file system with neither falls back to a check
+// then rename(2).
+void rename_file_no_replace(const std::string& from, const std::string& to);
+// A temporary name beside `target` for a file the user named (an export, an import): `target.<pid>.tmp`,
+// so that ExclusiveFile's removal of a leftover `.tmp` never takes a file of the user's own.
+std::string temporary_name_for(const std::string& target);
 // Replaces `directory/name` with `contents` atomically and durably: writes `name.tmp` (created
 // exclusively, never through a symlink: exclusive_file.hpp), fsyncs it, renames it over `name` and
 // fsyncs the directory. A reader sees the old or the new file, never a mix.

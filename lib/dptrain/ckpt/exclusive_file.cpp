@@ -83,7 +83,7 @@ void ExclusiveFile::sync() {
   if (::fsync(fd_) != 0) throw_posix_error("fsync", path_);
 }
 
-void ExclusiveFile::rename_to(const std::string& target) {
+void ExclusiveFile::close_for_rename(const std::string& target) {
   DPTRAIN_CHECK(still_named(), path_,
                 " no longer names the file dptrain wrote (it was replaced while being written): "
                 "not renaming it to ",
@@ -91,7 +91,17 @@ void ExclusiveFile::rename_to(const std::string& target) {
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) throw_posix_error("close", path_);  // NFS reports a failed write-back here
+}
+
+void ExclusiveFile::rename_to(const std::string& target) {
+  close_for_rename(target);
   rename_file(path_, target);
+  renamed_ = true;
+}
+
+void ExclusiveFile::rename_to_new(const std::string& target) {
+  close_for_rename(target);
+  rename_file_no_replace(path_, target);
   renamed_ = true;
 }
 

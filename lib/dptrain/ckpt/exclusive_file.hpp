@@ -41,9 +41,12 @@ class ExclusiveFile {
   // Checks that `path()` still names our file, closes it (checked) and renames it over `target`
   // (atomic on one file system). The directory still needs an fsync for the rename to be durable.
   void rename_to(const std::string& target);
+  // The same, but an existing `target` is never replaced: an error naming it (rename_file_no_replace).
+  void rename_to_new(const std::string& target);
 
  private:
   bool still_named() const;
+  void close_for_rename(const std::string& target);
 
   std::string path_;
   int fd_ = -1;

@@ -1,5 +1,6 @@
 #include "dptrain/core/tensor.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -31,10 +32,21 @@ Tensor Tensor::empty(Shape shape, DType dtype, Layout layout) {
   return adopt(std::shared_ptr<void>(memory, std::free), std::move(shape), dtype, Device::cpu(), layout);
 }
 
+// calloc, not aligned_alloc and memset: a large block comes as fresh zero pages that cost memory only
+// once written, so a tensor that is never written (a shape probe's parameters) commits none.
 Tensor Tensor::zeros(Shape shape, DType dtype, Layout layout) {
-  Tensor t = empty(std::move(shape), dtype, layout);
-  if (t.bytes()) std::memset(t.raw(), 0, t.bytes());
-  return t;
+  const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
+  constexpr std::size_t alignment = 64;
+  if (bytes == 0) return empty(std::move(shape), dtype, layout);
+  void* block = bytes > SIZE_MAX - alignment ? nullptr : std::calloc(1, bytes + alignment);
+  if (block == nullptr) {
+    throw Error(
+        detail::concat("out of host memory allocating ", bytes, " bytes for a tensor of shape ", shape.to_string()));
+  }
+  const auto address = reinterpret_cast<std::uintptr_t>(block);
+  void* aligned = reinterpret_cast<void*>((address + alignment - 1) / alignment * alignment);
+  return adopt(std::shared_ptr<void>(aligned, [block](void*) { std::free(block); }), std::move(shape), dtype,
+               Device::cpu(), layout);
 }
 
 Tensor Tensor::adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device, Layout layout) {

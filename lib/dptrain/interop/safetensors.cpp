@@ -71,13 +71,24 @@ Entry parse_entry(const std::string& name, const nlohmann::json& v, const std::s
   return e;
 }
 
-// nlohmann keeps the last of two equal keys; the format forbids them, so the parse rejects them.
+// nlohmann keeps the last of two equal keys; the format forbids them, so the parse rejects them. A
+// valid header nests three deep (header, tensor, shape); anything deeper is refused as it is read,
+// since a parse tree of deeply nested containers costs many times the header's bytes.
+constexpr int kMaxHeaderDepth = 3;
+
 nlohmann::json parse_header(std::string_view text, const std::string& where) {
+  // nlohmann reads a NUL as the end of the input and would take the text before it for the header.
+  DPTRAIN_CHECK(text.find('\0') == std::string_view::npos, where, ": the header holds a NUL byte at ", text.find('\0'),
+                " of its ", text.size());
   std::vector<std::set<std::string>> keys_at_depth;
   std::string duplicate;
   const nlohmann::json::parser_callback_t refuse_duplicates = [&](int depth, nlohmann::json::parse_event_t event,
                                                                   nlohmann::json& parsed) {
     using Event = nlohmann::json::parse_event_t;
+    if (depth > kMaxHeaderDepth) {
+      throw Error(detail::concat(where, ": the header nests deeper than a safetensors header (", kMaxHeaderDepth,
+                                 " levels: header, tensor, shape)"));
+    }
     if (event == Event::object_start) {
       if (static_cast<int>(keys_at_depth.size()) <= depth) keys_at_depth.resize(static_cast<std::size_t>(depth) + 1);
       keys_at_depth[static_cast<std::size_t>(depth)].clear();
@@ -170,7 +181,9 @@ void SafetensorsFile::write(const std::string& path) const {
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes.size()}}};
     offset += t.bytes.size();
   }
-  std::string text = header.dump();
+  // Metadata from elsewhere (a path, a class name) may not be UTF-8: such bytes become U+FFFD
+  // instead of failing the write after the work is done.
+  std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   text.append((8 - text.size() % 8) % 8, ' ');  // the tensors start 8-byte aligned
   const std::uint64_t length = text.size();
   char prefix[8];
@@ -178,20 +191,30 @@ void SafetensorsFile::write(const std::string& path) const {
 
   namespace fs = std::filesystem;
   const fs::path target(path);
-  ckpt::ExclusiveFile temporary(path + ".tmp");
+  ckpt::ExclusiveFile temporary(ckpt::temporary_name_for(path));
   temporary.write(std::string_view(prefix, sizeof prefix));
   temporary.write(text);
   for (const StoredTensor& t : tensors_) temporary.write(t.bytes);
   temporary.sync();
-  temporary.rename_to(path);
+  temporary.rename_to_new(path);
   ckpt::fsync_directory(target.has_parent_path() ? target.parent_path().string() : ".");
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
+  // A regular file, read by its size: a directory, a FIFO or a device (/dev/zero) is refused, not read
+  // without end.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  DPTRAIN_CHECK(!ec, "cannot open ", path, ": ", ec.message());
+  DPTRAIN_CHECK(std::filesystem::is_regular_file(status), path, " is not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  DPTRAIN_CHECK(!ec, "cannot read the size of ", path, ": ", ec.message());
   std::ifstream in(path, std::ios::binary);
   DPTRAIN_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  DPTRAIN_CHECK(!in.bad(), "reading ", path, " failed");
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  DPTRAIN_CHECK(in.gcount() == static_cast<std::streamsize>(size), "reading ", path, " failed after ", in.gcount(),
+                " of its ", size, " bytes (did it shrink while being read?)");
   return parse(std::move(bytes), path);
 }
 
@@ -244,6 +267,9 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& whe
 }
 
 Tensor to_f32(const StoredTensor& t, const std::string& where) {
+  const std::size_t item = safetensors_dtype_size(t.dtype);
+  DPTRAIN_CHECK(item == 0 || element_count(t.shape, t.name) * item == t.bytes.size(), where, ": tensor '", t.name,
+                "' has ", t.bytes.size(), " bytes, not what its shape and dtype ", t.dtype, " need");
   Tensor out = Tensor::empty(Shape(t.shape));
   float* dst = out.data<float>();
   const char* src = t.bytes.data();

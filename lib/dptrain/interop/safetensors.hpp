@@ -37,6 +37,7 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata;
 
   // Writes the file atomically: a temporary beside `path` (created exclusively), fsynced, renamed.
+  // An existing `path` is an error, never replaced (an export must not overwrite its own checkpoint).
   void write(const std::string& path) const;
   // Reads and validates a whole file; every error names the path and, where there is one, the tensor.
   static SafetensorsFile read(const std::string& path);

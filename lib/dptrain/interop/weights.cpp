@@ -13,7 +13,9 @@
 
 namespace dptrain::interop {
 namespace {
-constexpr int kProbeClasses = 2;  // any count: the probe only needs the names and the other dimensions
+constexpr int kProbeClasses = 2;
+constexpr const char* kWeightsFormat = "dptrain weights";  // metadata "format" of our exports  // any count: the probe
+                                                           // only needs the names and the other dimensions
 
 // The model's tensors (parameters, then buffers) without running anything: a net whose activations
 // are planned but not allocated, on the CPU.
@@ -60,24 +62,65 @@ std::string main_classifier_weight(const ModelTensors& t) {
 
 std::string json_array(const auto& values) { return nlohmann::json(values).dump(); }
 
-std::optional<int> metadata_int(const SafetensorsFile& file, const char* key, const std::string& where) {
+constexpr int kMaxClasses = 1 << 20;
+constexpr int kMaxImageSize = 8192;  // what `dptrain data convert` stores at most
+
+// Our own keys are read only from a file dptrain wrote: another tool's metadata (PyTorch's
+// {"format": "pt"}, a model card's fields) may use the same names for other things.
+const std::string* our_metadata(const SafetensorsFile& file, const char* key) {
+  const auto format = file.metadata.find("format");
+  if (format == file.metadata.end() || format->second != kWeightsFormat) return nullptr;
   const auto it = file.metadata.find(key);
-  if (it == file.metadata.end()) return std::nullopt;
+  return it == file.metadata.end() ? nullptr : &it->second;
+}
+
+std::optional<int> metadata_int(const SafetensorsFile& file, const char* key, int max, const std::string& where) {
+  const std::string* text = our_metadata(file, key);
+  if (!text) return std::nullopt;
   try {
     std::size_t used = 0;
-    const long value = std::stol(it->second, &used);
-    if (used == it->second.size() && value > 0 && value <= (1 << 20)) return static_cast<int>(value);
+    const long value = std::stol(*text, &used);
+    if (used == text->size() && value > 0 && value <= max) return static_cast<int>(value);
   } catch (const std::exception&) {
   }
-  throw Error(detail::concat(where, ": metadata ", key, " is '", it->second, "', not a positive count"));
+  throw Error(detail::concat(where, ": metadata ", key, " is '", *text, "', not a count from 1 to ", max));
+}
+
+// The class count: the rows of the file's classifier, which must otherwise have the model's shape,
+// checked before a model is built for it (a net for a count the file does not back would be built
+// for nothing, and a huge one would exhaust memory); --classes and the metadata must agree with it.
+int choose_classes(const SafetensorsFile& file, const std::string& where, const ImportOptions& o,
+                   const ModelTensors& probe, NameStyle names) {
+  const std::string weight = main_classifier_weight(probe);
+  const std::string name = external_name(o.model, names, weight);
+  const Shape& expected = std::find_if(probe.parameters.begin(), probe.parameters.end(), [&](const auto& p) {
+                            return p.first == weight;
+                          })->second;
+  const std::optional<int> stated = o.classes ? o.classes : metadata_int(file, "classes", kMaxClasses, where);
+  const StoredTensor* stored = file.find(name);
+  if (!stored) {
+    DPTRAIN_CHECK(stated, where, " has no tensor '", name, "' (the classifier) to take the class count from");
+    return *stated;  // the missing tensor is reported with the others
+  }
+  const std::vector<std::int64_t>& dims = stored->shape;
+  bool fits = dims.size() == static_cast<std::size_t>(expected.rank()) && !dims.empty() && dims[0] > 0 &&
+              dims[0] <= kMaxClasses;
+  for (std::size_t d = 1; fits && d < dims.size(); ++d) fits = dims[d] == expected[static_cast<int>(d)];
+  DPTRAIN_CHECK(fits, where, ": tensor '", name, "' (the classifier) has shape ", Shape(dims).to_string(),
+                ", but model ", o.model, "'s is [classes", expected.to_string().substr(2), " with 1 to ", kMaxClasses,
+                " classes");
+  const int rows = static_cast<int>(dims[0]);
+  DPTRAIN_CHECK(!stated || *stated == rows, where, ": ", o.classes ? "--classes" : "metadata classes", " says ",
+                stated.value_or(0), " classes, but tensor '", name, "' (the classifier) has ", rows, " rows");
+  return rows;
 }
 
 NameStyle choose_names(const SafetensorsFile& file, const std::string& where, const ImportOptions& o,
                        const ModelTensors& probe) {
   if (o.names) return *o.names;
-  if (const auto it = file.metadata.find("names"); it != file.metadata.end()) {
+  if (const std::string* names = our_metadata(file, "names")) {
     try {
-      return parse_name_style(it->second);
+      return parse_name_style(*names);
     } catch (const Error& e) {
       throw Error(detail::concat(where, ": metadata names: ", e.what()));
     }
@@ -129,7 +172,7 @@ SafetensorsFile export_weights(const ckpt::TrainingState& state, NameStyle style
     }
   }
   auto& m = file.metadata;
-  m["format"] = "dptrain weights";
+  m["format"] = kWeightsFormat;
   m["model"] = state.model;
   m["names"] = to_string(style);
   m["classes"] = std::to_string(checkpoint_classes(state));
@@ -149,24 +192,13 @@ SafetensorsFile export_weights(const ckpt::TrainingState& state, NameStyle style
 
 ImportedWeights import_weights(const SafetensorsFile& file, const std::string& where, const ImportOptions& o) {
   find_model(o.model);  // an unknown model is an error listing the known ones
-  if (const auto it = file.metadata.find("model"); it != file.metadata.end()) {
-    DPTRAIN_CHECK(it->second == o.model, where, " holds the weights of model ", it->second,
-                  " (its metadata says), not of ", o.model);
+  if (const std::string* model = our_metadata(file, "model")) {
+    DPTRAIN_CHECK(*model == o.model, where, " holds the weights of model ", *model, " (its metadata says), not of ",
+                  o.model);
   }
   const ModelTensors probe = model_tensors(o.model, kProbeClasses, true);
   ImportedWeights out;
   out.names = choose_names(file, where, o, probe);
-  if (o.classes) {
-    out.classes = *o.classes;
-  } else if (const auto stated = metadata_int(file, "classes", where)) {
-    out.classes = *stated;
-  } else {
-    const std::string weight = main_classifier_weight(probe);
-    const StoredTensor* stored = file.find(external_name(o.model, out.names, weight));
-    DPTRAIN_CHECK(stored && !stored->shape.empty() && stored->shape[0] > 0, where, " has no tensor '",
-                  external_name(o.model, out.names, weight), "' (the classifier) to take the class count from");
-    out.classes = static_cast<int>(stored->shape[0]);
-  }
 
   // The input channels from the first convolution's weight [out, in, kh, kw] (Fashion-MNIST's models
   // take 1), the image size from the metadata (else the model's own).
@@ -174,7 +206,8 @@ ImportedWeights import_weights(const SafetensorsFile& file, const std::string& w
   const StoredTensor* first = file.find(external_name(o.model, out.names, probe.parameters.front().first));
   if (first && first->shape.size() == 4 && first->shape[1] > 0 && first->shape[1] <= 4)
     input.channels = static_cast<int>(first->shape[1]);
-  if (const auto size = metadata_int(file, "image_size", where)) input.image_size = *size;
+  if (const auto size = metadata_int(file, "image_size", kMaxImageSize, where)) input.image_size = *size;
+  out.classes = choose_classes(file, where, o, model_tensors(o.model, kProbeClasses, true, input), out.names);
 
   // Without any tensor of the auxiliary classifiers, the model is built without them.
   ModelTensors tensors = model_tensors(o.model, out.classes, true, input);

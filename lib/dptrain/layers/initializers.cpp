@@ -37,10 +37,7 @@ void init_weights(Backend& backend, Parameter& p, WeightInit init, std::int64_t 
 void init_constant(Backend& backend, Tensor& t, float value) { backend.fill(t, value); }
 
 Parameter make_parameter(Backend& backend, std::string name, const Shape& shape, bool decay) {
-  Parameter p{std::move(name), backend.allocate(shape), backend.allocate(shape), decay};
-  backend.fill(p.value, 0.f);
-  backend.fill(p.grad, 0.f);
-  return p;
+  return Parameter{std::move(name), backend.allocate_zeros(shape), backend.allocate_zeros(shape), decay};
 }
 
 }  // namespace dptrain

@@ -17,6 +17,7 @@
 #include "dptrain/distributed/broadcast.hpp"
 #include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/distributed/root_work.hpp"
+#include "dptrain/train/run_config.hpp"
 
 namespace dptrain {
 
@@ -110,20 +111,40 @@ void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd, bool 
     for (Parameter* p : net.classifier_parameters()) {
       const auto saved = std::find_if(loaded_->parameters.begin(), loaded_->parameters.end(),
                                       [&](const ckpt::NamedTensor& t) { return t.name == p->name; });
-      if (reset_classifier) {
-        fresh.insert(p->name);
-        names += (names.empty() ? "" : ", ") + p->name;
-        continue;
-      }
-      DPTRAIN_CHECK(saved == loaded_->parameters.end() || saved->value.shape() == p->value.shape(), "checkpoint ",
-                    loaded_->source, " has classifier ", p->name, " of shape ", saved->value.shape().to_string(),
-                    ", but this run's is ", p->value.shape().to_string(),
+      // Only a classifier of another shape starts afresh: one that fits is the checkpoint's own, as
+      // when a requeued fine-tuning job (still given --reset-classifier) resumes its own checkpoint.
+      if (saved == loaded_->parameters.end() || saved->value.shape() == p->value.shape()) continue;
+      DPTRAIN_CHECK(reset_classifier, "checkpoint ", loaded_->source, " has classifier ", p->name, " of shape ",
+                    saved->value.shape().to_string(), ", but this run's is ", p->value.shape().to_string(),
                     " (another class count): give --reset-classifier to start the classifier afresh and "
                     "fine-tune the rest");
+      fresh.insert(p->name);
+      names += (names.empty() ? "" : ", ") + p->name;
+    }
+    // A checkpoint part-way through a run carries that run's step, data position, schedule and
+    // momentum, none of which fits a run on other classes: fine-tuning starts from step 0.
+    const std::int64_t step = loaded_->progress.global_step;
+    DPTRAIN_CHECK(fresh.empty() || step == 0, "--reset-classifier: checkpoint ", loaded_->source, " is at step ", step,
+                  " of another run, whose position, schedule and momentum do not fit a run on another class "
+                  "count; start from its weights alone: dptrain export ",
+                  loaded_->source, " W.safetensors && dptrain import W.safetensors --model ", model,
+                  " START.h5, then --resume START.h5 --reset-classifier");
+    // An import without the auxiliary classifiers (an Inception-V3 file without AuxLogits) says so in
+    // its configuration: name the option, not only the first missing tensor.
+    if (!parse_stored_configuration(loaded_->configuration, loaded_->source + " configuration").aux_heads) {
+      for (Parameter* p : net.parameters()) {
+        const bool saved = std::any_of(loaded_->parameters.begin(), loaded_->parameters.end(),
+                                       [&](const ckpt::NamedTensor& t) { return t.name == p->name; });
+        DPTRAIN_CHECK(saved, "checkpoint ", loaded_->source, " has no parameter ", p->name, ": it holds model ", model,
+                      " without the auxiliary classifiers; give --no-aux to train it so");
+      }
     }
     ckpt::apply_state(*loaded_, model, net, sgd, fresh);
-    if (reset_classifier)
+    if (!fresh.empty()) {
       log_ << "re-initialised the classifier (" << names << "); the rest comes from the checkpoint\n";
+    } else if (reset_classifier) {
+      log_ << "--reset-classifier: the checkpoint's classifier already has this run's shape, so it is kept\n";
+    }
     loaded_.reset();  // the host copies are no longer needed
   }
   distributed::broadcast_training_state(net, sgd, comm_);

@@ -14,12 +14,13 @@ double median(std::vector<double> values) {
   return (lower + upper) / 2;
 }
 
-std::vector<int> find_stragglers(const std::vector<double>& compute_seconds, double margin) {
+std::vector<int> find_stragglers(const std::vector<double>& compute_seconds, double margin, double floor_seconds) {
   std::vector<int> slow;
   if (compute_seconds.size() < 2) return slow;
   const double middle = median(compute_seconds);
   for (std::size_t r = 0; r < compute_seconds.size(); ++r) {
-    if (compute_seconds[r] > (1 + margin) * middle) slow.push_back(static_cast<int>(r));
+    const double c = compute_seconds[r];
+    if (c > (1 + margin) * middle && c - middle > floor_seconds) slow.push_back(static_cast<int>(r));
   }
   return slow;
 }

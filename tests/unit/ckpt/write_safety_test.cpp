@@ -9,6 +9,7 @@
 
 #include "ckpt_testing.hpp"
 #include "dptrain/ckpt/checkpoint_directory.hpp"
+#include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/ckpt/exclusive_file.hpp"
@@ -124,4 +125,28 @@ TEST_CASE("start-up removes stale temporaries, refuses planted ones, and checks 
     CHECK_THROWS_WITH(ckpt::write_check(read_only.path()), Catch::Contains("is not writable"));
     fs::permissions(read_only.path(), fs::perms::owner_all);
   }
+}
+
+TEST_CASE("a file the user named is written only where nothing exists, even something made meanwhile", "[ckpt]") {
+  ScratchDirectory dir("ckpt-new");
+  const std::string path = dir.file("imported.h5");
+  ckpt::write_new_checkpoint(path, synthetic_state(0));
+  CHECK(ckpt::read_checkpoint(path).progress.global_step == 0);
+  CHECK_FALSE(has_temporary(dir.path()));
+  // Whatever is at the name by the time of the rename stays: a second write fails and leaves no
+  // temporary behind.
+  CHECK_THROWS_WITH(ckpt::write_new_checkpoint(path, synthetic_state(5)),
+                    Catch::Contains("imported.h5 already exists: not replacing it"));
+  CHECK(ckpt::read_checkpoint(path).progress.global_step == 0);
+  CHECK_FALSE(has_temporary(dir.path()));
+  {
+    ckpt::ExclusiveFile file(dir.file("other.tmp"));
+    file.write("bytes");
+    write_bytes(dir.file("other"), std::vector<char>(3, 'u'));  // appears while the file is written
+    CHECK_THROWS_WITH(file.rename_to_new(dir.file("other")), Catch::Contains("already exists"));
+  }
+  CHECK(fs::file_size(dir.file("other")) == 3);
+  // The replacing write of a checkpoint directory's own files is unchanged.
+  ckpt::write_checkpoint_as(path, synthetic_state(6));
+  CHECK(ckpt::read_checkpoint(path).progress.global_step == 6);
 }

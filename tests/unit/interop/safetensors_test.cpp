@@ -137,6 +137,34 @@ TEST_CASE("malformed safetensors files are refused with the reason", "[interop]"
                          R"("data_offsets":[0,8]}})",
                          two),
              Catch::Contains("overflows"));
+  // nlohmann stops at a NUL: the text after one must not be taken for padding.
+  CHECK_THAT(parse_error(ok + std::string(1, '\0') + R"( {"b": not json)", two), Catch::Contains("holds a NUL byte"));
+  // Deep nesting is refused as it is read (a tree of nested containers costs many times its bytes).
+  const std::string deep = R"({"__metadata__":{"k":)" + std::string(4000, '[') + std::string(4000, ']') + "}}";
+  CHECK_THAT(parse_error(deep, ""), Catch::Contains("nests deeper than a safetensors header"));
+}
+
+TEST_CASE("safetensors writes never replace a file and survive metadata that is not UTF-8", "[interop]") {
+  testing::TempDir dir("dptrain-st");
+  SafetensorsFile file;
+  file.add("w", Tensor::zeros(Shape{2}));
+  file.metadata["checkpoint"] = "caf\xe9.h5";  // a Latin-1 file name
+  const std::string path = (dir.path / "w.safetensors").string();
+  {
+    std::ofstream mine(path + ".tmp");  // the user's own file, not a leftover of ours
+    mine << "mine";
+  }
+  file.write(path);
+  CHECK(SafetensorsFile::read(path).metadata.at("checkpoint") == "caf\xef\xbf\xbd.h5");  // U+FFFD
+  std::ifstream tmp(path + ".tmp");
+  std::string kept;
+  tmp >> kept;
+  CHECK(kept == "mine");
+  CHECK_THROWS_WITH(file.write(path), Catch::Contains("w.safetensors already exists: not replacing it"));
+  CHECK(SafetensorsFile::read(path).tensors().size() == 1);
+  // Only regular files are read: a directory or a device is refused, not read without end.
+  CHECK_THROWS_WITH(SafetensorsFile::read(dir.path.string()), Catch::Contains("is not a regular file"));
+  CHECK_THROWS_WITH(SafetensorsFile::read("/dev/zero"), Catch::Contains("/dev/zero is not a regular file"));
 }
 
 }  // namespace dptrain::interop

@@ -195,15 +195,40 @@ TEST_CASE("an import names the tensor that is missing, extra, mis-shaped, not fl
   CHECK_THAT(import_error(with_nan), Catch::Contains("'" + weight + "' holds nan at index 2"));
 
   // Another class count than the file's: the classifier's shape says which tensor.
-  CHECK_THAT(import_error(file, {"lenet", std::nullopt, 7}), Catch::Contains("with 7 classes"));
+  CHECK_THAT(import_error(file, {"lenet", std::nullopt, 7}),
+             Catch::Contains("--classes says 7 classes, but tensor 'ip2/weight' (the classifier) has 10 rows"));
+  // A classifier whose other dimensions are not the model's is refused before a model is built for
+  // its row count (a [4294967295, 0] tensor costs no bytes in the file).
+  SafetensorsFile huge_classifier;
+  for (const StoredTensor& t : file.tensors()) {
+    if (t.name == "ip2/weight") {
+      huge_classifier.add_bytes(t.name, t.dtype, {4294967295, 0}, "");
+    } else {
+      huge_classifier.add_bytes(t.name, t.dtype, t.shape, std::string(t.bytes));
+    }
+  }
+  CHECK_THAT(import_error(huge_classifier),
+             Catch::Contains("tensor 'ip2/weight' (the classifier) has shape [4294967295,0], but model lenet's is "
+                             "[classes,500] with 1 to 1048576 classes"));
   CHECK_THAT(import_error(file, {"resnet51", std::nullopt, std::nullopt}), Catch::Contains("resnet51"));
   CHECK_THAT(import_error(file, {"alexnet", std::nullopt, std::nullopt}),
              Catch::Contains("holds the weights of model lenet (its metadata says), not of alexnet"));
   CHECK_THAT(import_error(file, {"lenet", NameStyle::torchvision, std::nullopt}),
              Catch::Contains("no torchvision counterpart"));
   SafetensorsFile bad_meta = copy_except(file, "");
+  bad_meta.metadata["format"] = "dptrain weights";
   bad_meta.metadata["classes"] = "ten";
   CHECK_THAT(import_error(bad_meta), Catch::Contains("metadata classes is 'ten'"));
+  bad_meta.metadata["classes"] = "10";
+  bad_meta.metadata["image_size"] = "1048576";  // would overflow oneDNN's dimensions
+  CHECK_THAT(import_error(bad_meta), Catch::Contains("metadata image_size is '1048576', not a count from 1 to 8192"));
+  bad_meta.metadata.erase("image_size");
+  bad_meta.metadata["classes"] = "11";
+  CHECK_THAT(import_error(bad_meta), Catch::Contains("metadata classes says 11 classes, but tensor 'ip2/weight'"));
+  // Another tool's metadata is not ours to read: the same keys from PyTorch's writer are ignored.
+  SafetensorsFile from_pytorch = copy_except(file, "");
+  from_pytorch.metadata = {{"format", "pt"}, {"model", "LeNet5"}, {"classes", "ten"}, {"names", "theirs"}};
+  CHECK(import_weights(from_pytorch, "w", {"lenet", std::nullopt, std::nullopt}).classes == 10);
 }
 
 }  // namespace dptrain::interop

@@ -18,4 +18,8 @@ TEST_CASE("ranks more than 10% over the median are stragglers", "[train][straggl
   CHECK(find_stragglers({0.030, 0.010, 0.010, 0.010, 0.031}) == std::vector<int>{0, 4});
   CHECK(find_stragglers({0.5}).empty());                                // one rank has nobody to wait for it
   CHECK(find_stragglers({0.010, 0.020}, 0.10) == std::vector<int>{1});  // the median of two is their mean
+  // On short steps the floor decides: +14% of 5.5 ms (0.77 ms) is noise, +1.5 ms is not.
+  CHECK(find_stragglers({0.0055, 0.00627, 0.0055, 0.0055}).empty());
+  CHECK(find_stragglers({0.0055, 0.0070, 0.0055, 0.0055}) == std::vector<int>{1});
+  CHECK(find_stragglers({0.0055, 0.00627, 0.0055, 0.0055}, 0.10, 0.0) == std::vector<int>{1});
 }

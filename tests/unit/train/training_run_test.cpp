@@ -204,20 +204,66 @@ TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh onl
   CHECK_THROWS_WITH(TrainingRun(f, quiet), Catch::Contains("has classifier ip2/weight of shape [10,500]") &&
                                                Catch::Contains("give --reset-classifier"));
   f.reset_classifier = true;
-  std::ostringstream out;
-  TrainingRun run(f, out);
-  CHECK(run.resumed());
-  CHECK(run.first_step() == 0);
-  CHECK(run.per_rank_batch() == 8);  // an import has no global batch of its own to keep
-  CHECK_THAT(out.str(), Catch::Contains("re-initialised the classifier (ip2/weight, ip2/bias)") &&
-                            Catch::Contains("starting from the weights in " + imported));
-  for (Parameter* p : run.net().parameters()) {
-    if (p->name != "conv1/weight") continue;
-    const Tensor host = run.net().backend().to_host(p->value);
-    CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) == conv1);
+  {
+    std::ostringstream out;
+    TrainingRun run(f, out);
+    CHECK(run.resumed());
+    CHECK(run.first_step() == 0);
+    CHECK(run.per_rank_batch() == 8);  // an import has no global batch of its own to keep
+    CHECK_THAT(out.str(), Catch::Contains("re-initialised the classifier (ip2/weight, ip2/bias)") &&
+                              Catch::Contains("starting from the weights in " + imported));
+    for (Parameter* p : run.net().parameters()) {
+      if (p->name != "conv1/weight") continue;
+      const Tensor host = run.net().backend().to_host(p->value);
+      CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) == conv1);
+    }
+    REQUIRE(run.run() == 0);
+    CHECK(run.progress().global_step == 2);
   }
-  REQUIRE(run.run() == 0);
-  CHECK(run.progress().global_step == 2);
+
+  // A requeued fine-tuning job is given --reset-classifier again: its own checkpoint's classifier
+  // fits, so it is kept and the run resumes exactly where it stopped.
+  std::vector<float> tuned_classifier;
+  {
+    const ckpt::TrainingState tuned = ckpt::read_checkpoint((dir.path / "fine-tuned" / "ckpt-000000002.h5").string());
+    for (const ckpt::NamedTensor& t : tuned.parameters) {
+      if (t.name == "ip2/weight")
+        tuned_classifier.assign(t.value.data<float>(), t.value.data<float>() + t.value.numel());
+    }
+  }
+  REQUIRE(!tuned_classifier.empty());
+  TrainingRunConfig requeued = f;
+  requeued.steps = 3;
+  requeued.checkpoints.resume = "auto";
+  std::ostringstream requeued_out;
+  TrainingRun again(requeued, requeued_out);
+  CHECK(again.first_step() == 2);
+  CHECK_THAT(requeued_out.str(), Catch::Contains("classifier already has this run's shape, so it is kept") &&
+                                     !Catch::Contains("re-initialised"));
+  for (Parameter* p : again.net().parameters()) {
+    if (p->name != "ip2/weight") continue;
+    const Tensor host = again.net().backend().to_host(p->value);
+    CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) == tuned_classifier);
+  }
+
+  // A checkpoint part-way through another run (step 1, 10 classes) is not silently fine-tuned from
+  // its step, data position and momentum: the error says how to take its weights alone.
+  const std::string midway = (dir.path / "midway.h5").string();
+  for (ckpt::NamedTensor& t : donor.optimizer.momentum) {
+    if (t.name.starts_with("ip2/")) {
+      std::vector<std::int64_t> dims = t.value.shape().dims();
+      dims[0] = 10;
+      t.value = Tensor::zeros(Shape(dims));
+    }
+  }
+  ckpt::write_checkpoint_as(midway, donor);
+  TrainingRunConfig from_midway = lenet_config(dir.path / "from-midway");
+  from_midway.steps = 2;
+  from_midway.batch = 8;
+  from_midway.checkpoints.resume = midway;
+  from_midway.reset_classifier = true;
+  CHECK_THROWS_WITH(TrainingRun(from_midway, quiet),
+                    Catch::Contains("is at step 1 of another run") && Catch::Contains("dptrain export"));
 }
 
 }  // namespace

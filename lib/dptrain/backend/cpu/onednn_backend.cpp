@@ -103,6 +103,7 @@ class OneDnnBackend final : public Backend {
   std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& s) override { return cpu::make_dropout(s); }
 
   Tensor allocate(Shape shape, DType dtype) override { return Tensor::empty(std::move(shape), dtype); }
+  Tensor allocate_zeros(Shape shape, DType dtype) override { return Tensor::zeros(std::move(shape), dtype); }
   Tensor allocate_activation(Shape shape) override {
     const Layout layout = activation_layout(shape);
     return Tensor::empty(std::move(shape), DType::f32, layout);
