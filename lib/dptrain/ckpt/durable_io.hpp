@@ -18,8 +18,9 @@ void rename_file(const std::string& from, const std::string& to);
 // whatever appeared there since an earlier check. A file system with neither falls back to a check
 // then rename(2).
 void rename_file_no_replace(const std::string& from, const std::string& to);
-// A temporary name beside `target` for a file the user named (an export, an import): `target.<pid>.tmp`,
-// so that ExclusiveFile's removal of a leftover `.tmp` never takes a file of the user's own.
+// A temporary name beside `target` for a file the user named (an export, an import):
+// `dptrain-<pid>-<n>.tmp` in its directory, so that ExclusiveFile's removal of a leftover never
+// takes a file of the user's own (OUT.tmp). A process killed while writing leaves it behind.
 std::string temporary_name_for(const std::string& target);
 // Replaces `directory/name` with `contents` atomically and durably: writes `name.tmp` (created
 // exclusively, never through a symlink: exclusive_file.hpp), fsyncs it, renames it over `name` and

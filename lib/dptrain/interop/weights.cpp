@@ -13,9 +13,8 @@
 
 namespace dptrain::interop {
 namespace {
-constexpr int kProbeClasses = 2;
-constexpr const char* kWeightsFormat = "dptrain weights";  // metadata "format" of our exports  // any count: the probe
-                                                           // only needs the names and the other dimensions
+constexpr int kProbeClasses = 2;  // any count: the probe only needs the names and the other dimensions
+constexpr const char* kWeightsFormat = "dptrain weights";  // metadata "format" of our exports
 
 // The model's tensors (parameters, then buffers) without running anything: a net whose activations
 // are planned but not allocated, on the CPU.

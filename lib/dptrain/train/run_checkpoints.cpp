@@ -103,47 +103,71 @@ std::optional<ckpt::Progress> RunCheckpoints::locate() {
   return progress;
 }
 
-void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd, bool reset_classifier) {
+void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd, const RestoreOptions& options) {
   if (comm_.rank() == 0) {
     DPTRAIN_CHECK(loaded_.has_value(), "restore() without a located checkpoint");
+    const ckpt::TrainingState& saved = *loaded_;
+    // First, as apply_state would: the checks below compare tensors of one model only.
+    DPTRAIN_CHECK(saved.model == model, "checkpoint ", saved.source, " was written for model ", saved.model, ", not ",
+                  model);
+    const auto find_saved = [&](const std::string& name) {
+      return std::find_if(saved.parameters.begin(), saved.parameters.end(),
+                          [&](const ckpt::NamedTensor& t) { return t.name == name; });
+    };
+    const std::int64_t step = saved.progress.global_step;
     std::set<std::string> fresh;
     std::string names;
     for (Parameter* p : net.classifier_parameters()) {
-      const auto saved = std::find_if(loaded_->parameters.begin(), loaded_->parameters.end(),
-                                      [&](const ckpt::NamedTensor& t) { return t.name == p->name; });
-      // Only a classifier of another shape starts afresh: one that fits is the checkpoint's own, as
-      // when a requeued fine-tuning job (still given --reset-classifier) resumes its own checkpoint.
-      if (saved == loaded_->parameters.end() || saved->value.shape() == p->value.shape()) continue;
-      DPTRAIN_CHECK(reset_classifier, "checkpoint ", loaded_->source, " has classifier ", p->name, " of shape ",
-                    saved->value.shape().to_string(), ", but this run's is ", p->value.shape().to_string(),
-                    " (another class count): give --reset-classifier to start the classifier afresh and "
-                    "fine-tune the rest");
-      fresh.insert(p->name);
-      names += (names.empty() ? "" : ", ") + p->name;
+      const auto kept = find_saved(p->name);
+      if (kept == saved.parameters.end()) continue;  // reported with the other missing tensors
+      const bool fits = kept->value.shape() == p->value.shape();
+      // From a step-0 checkpoint (an import) the classifier is started afresh whenever asked, fitting
+      // or not (new classes of the same count). Part-way through a run it is the run's own: a requeued
+      // fine-tuning job, still given --reset-classifier, resumes it exactly.
+      if (options.reset_classifier && step == 0) {
+        fresh.insert(p->name);
+        names += (names.empty() ? "" : ", ") + p->name;
+        continue;
+      }
+      if (fits) continue;
+      // A checkpoint part-way through a run carries that run's step, data position, schedule and
+      // momentum, none of which fits a run on other classes: fine-tuning starts from step 0.
+      DPTRAIN_CHECK(step == 0, "checkpoint ", saved.source, " has classifier ", p->name, " of shape ",
+                    kept->value.shape().to_string(), ", but this run's is ", p->value.shape().to_string(),
+                    " (another class count), and it is at step ", step,
+                    " of another run, whose position, schedule and momentum do not fit this one; start from "
+                    "its weights alone: dptrain export ",
+                    saved.source, " W.safetensors && dptrain import W.safetensors --model ", model,
+                    " START.h5, then --resume START.h5 --reset-classifier");
+      throw Error(detail::concat("checkpoint ", saved.source, " has classifier ", p->name, " of shape ",
+                                 kept->value.shape().to_string(), ", but this run's is ", p->value.shape().to_string(),
+                                 " (another class count): give --reset-classifier to start the classifier afresh "
+                                 "and fine-tune the rest"));
     }
-    // A checkpoint part-way through a run carries that run's step, data position, schedule and
-    // momentum, none of which fits a run on other classes: fine-tuning starts from step 0.
-    const std::int64_t step = loaded_->progress.global_step;
-    DPTRAIN_CHECK(fresh.empty() || step == 0, "--reset-classifier: checkpoint ", loaded_->source, " is at step ", step,
-                  " of another run, whose position, schedule and momentum do not fit a run on another class "
-                  "count; start from its weights alone: dptrain export ",
-                  loaded_->source, " W.safetensors && dptrain import W.safetensors --model ", model,
-                  " START.h5, then --resume START.h5 --reset-classifier");
-    // An import without the auxiliary classifiers (an Inception-V3 file without AuxLogits) says so in
-    // its configuration: name the option, not only the first missing tensor.
-    if (!parse_stored_configuration(loaded_->configuration, loaded_->source + " configuration").aux_heads) {
+    // A checkpoint without the auxiliary classifiers (an Inception-V3 import without AuxLogits, a run
+    // trained with --no-aux) resumed by a run with them: name the option, not only the first missing
+    // tensor. Its configuration is read only then, so nothing else about a resume changes.
+    if (options.aux_heads) {
       for (Parameter* p : net.parameters()) {
-        const bool saved = std::any_of(loaded_->parameters.begin(), loaded_->parameters.end(),
-                                       [&](const ckpt::NamedTensor& t) { return t.name == p->name; });
-        DPTRAIN_CHECK(saved, "checkpoint ", loaded_->source, " has no parameter ", p->name, ": it holds model ", model,
-                      " without the auxiliary classifiers; give --no-aux to train it so");
+        if (fresh.contains(p->name) || find_saved(p->name) != saved.parameters.end()) continue;
+        bool stored_aux = true;
+        try {
+          stored_aux = parse_stored_configuration(saved.configuration, saved.source + " configuration").aux_heads;
+        } catch (const Error&) {
+          // No hint then: apply_state reports the missing tensor.
+        }
+        DPTRAIN_CHECK(stored_aux, "checkpoint ", saved.source, " has no parameter ", p->name, ": it holds model ",
+                      model, " without the auxiliary classifiers; give --no-aux to train it so");
+        break;
       }
     }
-    ckpt::apply_state(*loaded_, model, net, sgd, fresh);
+    ckpt::apply_state(saved, model, net, sgd, fresh);
     if (!fresh.empty()) {
       log_ << "re-initialised the classifier (" << names << "); the rest comes from the checkpoint\n";
-    } else if (reset_classifier) {
-      log_ << "--reset-classifier: the checkpoint's classifier already has this run's shape, so it is kept\n";
+    } else if (options.reset_classifier) {
+      log_ << "--reset-classifier: checkpoint " << saved.source << " is at step " << step
+           << " of this run and its classifier fits, so it is kept (a classifier is started afresh only from a "
+              "step-0 checkpoint)\n";
     }
     loaded_.reset();  // the host copies are no longer needed
   }

@@ -59,12 +59,18 @@ class RunCheckpoints {
   std::optional<ckpt::Progress> locate();
   // Collective, after locate() found one: rank 0 puts the weights, batch-norm statistics and momentum
   // into the net (validated: another model or shape is an error naming the tensor), then they are
-  // broadcast to every rank. With `reset_classifier` the classifier layers whose saved shape differs
-  // from the net's (another class count) keep their fresh initialisation, only from a step-0
-  // checkpoint (an import; a checkpoint part-way through a run is an error saying how to take its
-  // weights alone); classifier layers that fit are restored, so a requeued fine-tuning job resumes
-  // exactly. Without it, a classifier of another class count is an error that names the option.
-  void restore(const std::string& model, Net& net, Sgd& sgd, bool reset_classifier = false);
+  // broadcast to every rank. With `reset_classifier` and a step-0 checkpoint (an import) the net's
+  // classifier layers keep their fresh initialisation (fine-tuning, for another class count or the
+  // same); a checkpoint part-way through a run keeps its classifier when it fits (a requeued
+  // fine-tuning job resumes exactly) and is an error saying how to take its weights alone when it
+  // does not. Without it, a classifier of another class count is an error that names the option.
+  // `aux_heads`: whether the run has auxiliary classifiers (a checkpoint without them is then an
+  // error naming --no-aux).
+  struct RestoreOptions {
+    bool reset_classifier = false;
+    bool aux_heads = true;
+  };
+  void restore(const std::string& model, Net& net, Sgd& sgd, const RestoreOptions& options);
 
   enum class Next { train, checkpoint, checkpoint_and_stop };
   // Collective, after every step: what to do before the next one. `next_seconds` (rank 0's) is how

@@ -200,7 +200,7 @@ void TrainingRun::State::start_up() {
 }
 
 void TrainingRun::State::restore() {
-  checkpoints->restore(o.model, *net, trainer->optimizer(), o.reset_classifier);
+  checkpoints->restore(o.model, *net, trainer->optimizer(), {o.reset_classifier, o.aux_heads});
   trainer->set_global_step(resume->global_step);
   trainer->loss_scaler().restore({resume->loss_scale, resume->loss_scale_clean_steps});
   train_loader->seek(resume->epoch, resume->samples_in_epoch);

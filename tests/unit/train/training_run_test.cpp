@@ -238,12 +238,35 @@ TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh onl
   std::ostringstream requeued_out;
   TrainingRun again(requeued, requeued_out);
   CHECK(again.first_step() == 2);
-  CHECK_THAT(requeued_out.str(), Catch::Contains("classifier already has this run's shape, so it is kept") &&
+  CHECK_THAT(requeued_out.str(), Catch::Contains("is at step 2 of this run and its classifier fits, so it is kept") &&
                                      !Catch::Contains("re-initialised"));
   for (Parameter* p : again.net().parameters()) {
     if (p->name != "ip2/weight") continue;
     const Tensor host = again.net().backend().to_host(p->value);
     CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) == tuned_classifier);
+  }
+
+  // The recipe the error below gives: the fine-tuned weights exported and imported (step 0, a
+  // classifier that fits) start their classifier afresh when asked, for new classes of that count.
+  const std::string restart = (dir.path / "restart.h5").string();
+  {
+    const ckpt::TrainingState tuned = ckpt::read_checkpoint((dir.path / "fine-tuned" / "ckpt-000000002.h5").string());
+    const interop::SafetensorsFile weights = interop::export_weights(tuned, interop::NameStyle::dptrain, {});
+    ckpt::write_new_checkpoint(restart,
+                               interop::import_weights(weights, "tuned", {"lenet", std::nullopt, std::nullopt}).state);
+  }
+  TrainingRunConfig renewed = lenet_config(dir.path / "renewed");
+  renewed.steps = 1;
+  renewed.batch = 8;
+  renewed.checkpoints.resume = restart;
+  renewed.reset_classifier = true;
+  std::ostringstream renewed_out;
+  TrainingRun fresh_head(renewed, renewed_out);
+  CHECK_THAT(renewed_out.str(), Catch::Contains("re-initialised the classifier (ip2/weight, ip2/bias)"));
+  for (Parameter* p : fresh_head.net().parameters()) {
+    if (p->name != "ip2/weight") continue;
+    const Tensor host = fresh_head.net().backend().to_host(p->value);
+    CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) != tuned_classifier);
   }
 
   // A checkpoint part-way through another run (step 1, 10 classes) is not silently fine-tuned from
