@@ -101,3 +101,38 @@ TEST_CASE("every model's untrained loss is about ln(classes)", "[net][models][sl
     }
   }
 }
+
+// `dptrain eval --images` and the interop tests read the main classifier's logits after an inference
+// forward: on every model, the planned inference net must still hold them when the forward ends (no
+// node run after the main loss reuses their storage), equal to those of a net where every tensor has
+// its own buffer, and the training-only auxiliary heads must not be among what runs.
+TEST_CASE("every model's inference net keeps the main classifier's logits after the forward", "[net][models][slow]") {
+  for (const ModelInfo& info : model_zoo()) {
+    DYNAMIC_SECTION(info.name) {
+      const bool small = info.name == "lenet" || info.name == "inception-mini";
+      const auto logits_of = [&](bool plan) {
+        auto backend = make_cpu_backend();
+        ModelConfig c;
+        c.batch = 2;
+        c.classes = small ? 10 : 1000;
+        c.channels = small ? 1 : 3;
+        c.memory.purpose = NetPurpose::inference;
+        c.memory.plan = plan;
+        auto net = build_model(info.name, *backend, c);
+        net->initialize(11);
+        Tensor& images = net->images();
+        for (std::int64_t i = 0; i < images.numel(); ++i)
+          images.data<float>()[i] = std::cos(0.0007f * static_cast<float>(i));
+        PassContext pass;
+        pass.training = false;
+        net->run_forward(pass);
+        const Tensor host = backend->to_host(net->logits());
+        CHECK(host.shape() == Shape{2, c.classes});
+        return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
+      };
+      const std::vector<float> planned = logits_of(true), separate = logits_of(false);
+      CHECK(planned == separate);
+      CHECK(planned.front() != planned.back());  // logits, not a constant or cleared buffer
+    }
+  }
+}
