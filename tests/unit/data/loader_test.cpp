@@ -5,10 +5,12 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "dptrain/core/error.hpp"
@@ -283,6 +285,54 @@ TEST_CASE("bytes cropped for a device and normalised there are the floats the ho
     }
     CHECK(flipped > 100);
     CHECK(padded > 100);
+  }
+}
+
+TEST_CASE("crops whose rows are whole 32-byte lines, streamed out, are the crops of the definition",
+          "[data][augment]") {
+  // Rows of 16 floats (64 bytes) and of 32 bytes take the streamed write into a 32-byte aligned
+  // buffer; the same buffer misaligned by 4 bytes takes the direct one. Both must be the definition,
+  // bit for bit, with padding and flips.
+  for (const int crop : {16, 32}) {
+    INFO("crop " << crop);
+    AugmentConfig config;
+    config.crop = crop;
+    config.pad = 3;
+    config.random = true;
+    config.seed = 5;
+    config.mean = {123.675, 116.28, 103.53};
+    config.stddev = {58.395, 57.12, 57.375};
+    const int h = crop + 4, w = crop + 1;
+    const Augmenter augmenter(config, h, w, 3);
+    const auto image = image_of(6, h, w, 3);
+    const auto n = static_cast<std::size_t>(augmenter.output_size());
+    std::shared_ptr<void> memory(std::aligned_alloc(64, (n + 16) * sizeof(float)), std::free);
+    float* aligned = static_cast<float*>(memory.get());
+    std::vector<float> want(n);
+    std::vector<std::uint8_t> want_bytes(n);
+    int flipped = 0, padded = 0;
+    for (std::int64_t sample = 0; sample < 100; ++sample) {
+      const CropDraw d = augmenter.draw(1, sample);
+      flipped += d.flip;
+      padded += d.y < 3 || d.x < 3 || d.y + crop > h + 3 || d.x + crop > w + 3;
+      for (int c = 0; c < 3; ++c)
+        for (int y = 0; y < crop; ++y)
+          for (int x = 0; x < crop; ++x) {
+            const std::size_t i = (static_cast<std::size_t>(c) * crop + y) * crop + x;
+            const float v = expected_pixel(6, d, crop, 3, h, w, c, y, x);
+            want[i] = (v - static_cast<float>(config.mean[c])) / static_cast<float>(config.stddev[c]);
+            want_bytes[i] = static_cast<std::uint8_t>(v);
+          }
+      for (float* out : {aligned, aligned + 1}) {
+        augmenter.apply(image.data(), d, out);
+        REQUIRE(std::memcmp(out, want.data(), n * sizeof(float)) == 0);
+        auto* bytes = reinterpret_cast<std::uint8_t*>(out);
+        augmenter.apply_bytes(image.data(), d, bytes);
+        REQUIRE(std::memcmp(bytes, want_bytes.data(), n) == 0);
+      }
+    }
+    CHECK(flipped > 20);
+    CHECK(padded > 20);
   }
 }
 
