@@ -181,7 +181,7 @@ Command add_eval_command(CLI::App& app) {
   cmd->add_option("--logits", o->logits, "With --images: the safetensors file to write the logits [N, classes] to")
       ->needs(images);
   images->needs(cmd->get_option("--logits"));
-  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")
+  cmd->add_option("--batch-size", o->batch, "Images per step on each rank (with --images: per forward pass)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--split", o->split, "The split to score")->capture_default_str();

@@ -4,11 +4,11 @@
 #include "eval_images.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <iostream>
 
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
+#include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/interop/safetensors.hpp"
 #include "dptrain/interop/weights.hpp"
 #include "dptrain/net/models/registry.hpp"
@@ -33,9 +33,7 @@ Tensor read_images(const std::string& path) {
 int run_eval_images(const EvalImagesOptions& o, distributed::Job& job) {
   DPTRAIN_CHECK(job.size() == 1, "eval --images runs on one process, not ", job.size());
   DPTRAIN_CHECK(o.batch > 0, "eval --images: --batch-size must be positive, not ", o.batch);
-  std::error_code ec;
-  DPTRAIN_CHECK(!std::filesystem::exists(std::filesystem::symlink_status(o.logits, ec)), o.logits,
-                " already exists: eval --images does not overwrite a file; remove it or choose another name");
+  ckpt::check_new_file(o.logits, "dptrain eval --images");
   const ckpt::TrainingState state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
   const TrainingRunConfig stored = parse_stored_configuration(state.configuration, state.source + " configuration");
   const Tensor images = read_images(o.images);
@@ -65,7 +63,7 @@ int run_eval_images(const EvalImagesOptions& o, distributed::Job& job) {
 
   const std::int64_t per_image = images.numel() / count;
   Tensor step_images = Tensor::zeros(Shape{config.batch, config.channels, config.image_size, config.image_size});
-  Tensor logits;
+  Tensor logits = Tensor::empty(Shape{count, config.classes});
   PassContext pass;
   pass.training = false;
   for (std::int64_t first = 0; first < count; first += config.batch) {
@@ -76,9 +74,7 @@ int run_eval_images(const EvalImagesOptions& o, distributed::Job& job) {
     backend->copy_from_host(step_images, net->images());
     net->run_forward(pass);
     const Tensor step_logits = backend->to_host(net->logits());
-    const std::int64_t classes = step_logits.shape()[1];
-    if (first == 0) logits = Tensor::empty(Shape{count, classes});
-    std::copy_n(step_logits.data<float>(), n * classes, logits.data<float>() + first * classes);
+    std::copy_n(step_logits.data<float>(), n * config.classes, logits.data<float>() + first * config.classes);
   }
 
   interop::SafetensorsFile out;

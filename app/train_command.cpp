@@ -73,9 +73,9 @@ Command add_train_command(CLI::App& app) {
       ->capture_default_str()
       ->group(group);
   cmd->add_flag("--reset-classifier", o->reset_classifier,
-                "With --resume of a step-0 checkpoint (dptrain import): start afresh the classifier layers "
-                "of another shape (another class count) and take the rest from it; layers that fit are kept, "
-                "so a requeued job resumes exactly")
+                "With --resume of a step-0 checkpoint (dptrain import): start the classifier layers afresh "
+                "and take the rest from it; from a checkpoint part-way through a run a classifier that fits "
+                "is kept, so a requeued job resumes exactly")
       ->group(group);
   cmd->add_option("--time-limit", c.time_limit,
                   "Checkpoint and exit with code 75 before this much wall time "

@@ -7,6 +7,7 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
+#include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/interop/weights.hpp"
 #include "dptrain/train/run_config.hpp"
@@ -54,16 +55,9 @@ interop::ExportMetadata describe_input(const ckpt::TrainingState& state, const s
   return meta;
 }
 
-// Before any work: export and import write only new files (the final rename refuses a name that
-// appears meanwhile), so neither can replace a checkpoint, their own input included.
-void refuse_existing(const std::string& path, const char* command) {
-  std::error_code ec;
-  DPTRAIN_CHECK(!std::filesystem::exists(std::filesystem::symlink_status(path, ec)), path, " already exists: dptrain ",
-                command, " does not overwrite a file; remove it or choose another name");
-}
-
 int run_export(const ExportOptions& o) {
-  refuse_existing(o.output, "export");
+  // Export and import write only new files, so neither can replace a checkpoint, its own input included.
+  ckpt::check_new_file(o.output, "dptrain export");
   const ckpt::TrainingState state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
   // torchvision names by default where torchvision has the model, our own names elsewhere.
   interop::NameStyle style = interop::parse_name_style(o.names);
@@ -77,7 +71,7 @@ int run_export(const ExportOptions& o) {
 }
 
 int run_import(const ImportOptions& o) {
-  refuse_existing(o.output, "import");
+  ckpt::check_new_file(o.output, "dptrain import");
   const interop::SafetensorsFile file = interop::SafetensorsFile::read(o.input);
   interop::ImportOptions options;
   options.model = o.model;

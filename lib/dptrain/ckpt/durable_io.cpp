@@ -72,6 +72,12 @@ void rename_file_no_replace(const std::string& from, const std::string& to) {
   rename_file(from, to);
 }
 
+void check_new_file(const std::string& path, const std::string& who) {
+  std::error_code ec;
+  DPTRAIN_CHECK(!std::filesystem::exists(std::filesystem::symlink_status(path, ec)), path, " already exists: ", who,
+                " does not overwrite a file; remove it or choose another name");
+}
+
 // Short, beside the target: `dir/dptrain-<pid>-<n>.tmp` (a long OUT name plus a suffix could exceed
 // NAME_MAX), unique within the process.
 std::string temporary_name_for(const std::string& target) {

@@ -18,6 +18,10 @@ void rename_file(const std::string& from, const std::string& to);
 // whatever appeared there since an earlier check. A file system with neither falls back to a check
 // then rename(2).
 void rename_file_no_replace(const std::string& from, const std::string& to);
+// Before any work on a file the user named and that must be new: an error if anything (a symlink
+// included) is at `path` already ("PATH already exists: WHO does not overwrite a file; ..."). The
+// final rename_file_no_replace still refuses a name that appears meanwhile.
+void check_new_file(const std::string& path, const std::string& who);
 // A temporary name beside `target` for a file the user named (an export, an import):
 // `dptrain-<pid>-<n>.tmp` in its directory, so that ExclusiveFile's removal of a leftover never
 // takes a file of the user's own (OUT.tmp). A process killed while writing leaves it behind.

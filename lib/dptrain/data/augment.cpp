@@ -193,8 +193,8 @@ __attribute__((target("avx"))) void stream_fence() { _mm_sfence(); }
 // The crop into the C planes of `chw`. A batch of crops (600 KB of floats an image at 224) does not
 // stay in the cache until it is read, so where the CPU has AVX and the rows are whole 32-byte lines
 // each row is built in a scratch row that stays cached (flip included) and streamed out: the batch's
-// lines are then written without being read first (the 1-thread JPEG loader 1.27x, raw 1.18x on this
-// machine). The same values as the direct write, which serves every other case.
+// lines are then written without being read first (the 1-thread JPEG loader 1.27x, raw 1.09-1.14x on
+// this machine). The same values as the direct write, which serves every other case.
 template <typename T, typename Row>
 void crop_into(const std::uint8_t* hwc, const CropDraw& d, int height, int width, int channels, int crop, int pad,
                const T* padding, Row row, T* chw) {

@@ -54,6 +54,24 @@ std::vector<float> weights(Net& net) {
   return all;
 }
 
+// The values of one parameter of the net (empty when it has none of that name).
+std::vector<float> parameter_values(Net& net, const std::string& name) {
+  for (Parameter* p : net.parameters()) {
+    if (p->name != name) continue;
+    const Tensor host = net.backend().to_host(p->value);
+    return std::vector<float>(host.data<float>(), host.data<float>() + host.numel());
+  }
+  return {};
+}
+
+// The same, of a checkpoint's state.
+std::vector<float> saved_values(const ckpt::TrainingState& state, const std::string& name) {
+  for (const ckpt::NamedTensor& t : state.parameters) {
+    if (t.name == name) return std::vector<float>(t.value.data<float>(), t.value.data<float>() + t.value.numel());
+  }
+  return {};
+}
+
 TEST_CASE("a run's steps end epochs, evaluate and checkpoint where the configuration says", "[train][run]") {
   TempDir dir;
   TrainingRunConfig c = lenet_config(dir.path / "ckpt");
@@ -176,21 +194,22 @@ TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh onl
   TrainingRunConfig c = lenet_config(dir.path / "trained");
   c.steps = 1;
   std::ostringstream quiet;
-  std::vector<float> conv1;
   {
     TrainingRun donor(c, quiet);
     REQUIRE(donor.run() == 0);
   }
   ckpt::TrainingState donor = ckpt::read_checkpoint((dir.path / "trained" / "ckpt-000000001.h5").string());
-  for (ckpt::NamedTensor& t : donor.parameters) {
-    if (t.name.starts_with("ip2/")) {  // the classifier: as if trained for 10 classes
-      Shape shape = t.value.shape();
-      std::vector<std::int64_t> dims = shape.dims();
+  // The classifier (and its momentum) as if trained for 10 classes.
+  const auto as_ten_classes = [](std::vector<ckpt::NamedTensor>& tensors) {
+    for (ckpt::NamedTensor& t : tensors) {
+      if (!t.name.starts_with("ip2/")) continue;
+      std::vector<std::int64_t> dims = t.value.shape().dims();
       dims[0] = 10;
       t.value = Tensor::zeros(Shape(dims));
     }
-    if (t.name == "conv1/weight") conv1.assign(t.value.data<float>(), t.value.data<float>() + t.value.numel());
-  }
+  };
+  as_ten_classes(donor.parameters);
+  const std::vector<float> conv1 = saved_values(donor, "conv1/weight");
   const interop::SafetensorsFile file = interop::export_weights(donor, interop::NameStyle::dptrain, {});
   const interop::ImportedWeights w = interop::import_weights(file, "donor", {"lenet", std::nullopt, std::nullopt});
   REQUIRE(w.classes == 10);
@@ -212,25 +231,15 @@ TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh onl
     CHECK(run.per_rank_batch() == 8);  // an import has no global batch of its own to keep
     CHECK_THAT(out.str(), Catch::Contains("re-initialised the classifier (ip2/weight, ip2/bias)") &&
                               Catch::Contains("starting from the weights in " + imported));
-    for (Parameter* p : run.net().parameters()) {
-      if (p->name != "conv1/weight") continue;
-      const Tensor host = run.net().backend().to_host(p->value);
-      CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) == conv1);
-    }
+    CHECK(parameter_values(run.net(), "conv1/weight") == conv1);
     REQUIRE(run.run() == 0);
     CHECK(run.progress().global_step == 2);
   }
 
   // A requeued fine-tuning job is given --reset-classifier again: its own checkpoint's classifier
   // fits, so it is kept and the run resumes exactly where it stopped.
-  std::vector<float> tuned_classifier;
-  {
-    const ckpt::TrainingState tuned = ckpt::read_checkpoint((dir.path / "fine-tuned" / "ckpt-000000002.h5").string());
-    for (const ckpt::NamedTensor& t : tuned.parameters) {
-      if (t.name == "ip2/weight")
-        tuned_classifier.assign(t.value.data<float>(), t.value.data<float>() + t.value.numel());
-    }
-  }
+  const ckpt::TrainingState tuned = ckpt::read_checkpoint((dir.path / "fine-tuned" / "ckpt-000000002.h5").string());
+  const std::vector<float> tuned_classifier = saved_values(tuned, "ip2/weight");
   REQUIRE(!tuned_classifier.empty());
   TrainingRunConfig requeued = f;
   requeued.steps = 3;
@@ -240,20 +249,15 @@ TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh onl
   CHECK(again.first_step() == 2);
   CHECK_THAT(requeued_out.str(), Catch::Contains("is at step 2 of this run and its classifier fits, so it is kept") &&
                                      !Catch::Contains("re-initialised"));
-  for (Parameter* p : again.net().parameters()) {
-    if (p->name != "ip2/weight") continue;
-    const Tensor host = again.net().backend().to_host(p->value);
-    CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) == tuned_classifier);
-  }
+  CHECK(parameter_values(again.net(), "ip2/weight") == tuned_classifier);
 
   // The recipe the error below gives: the fine-tuned weights exported and imported (step 0, a
   // classifier that fits) start their classifier afresh when asked, for new classes of that count.
   const std::string restart = (dir.path / "restart.h5").string();
   {
-    const ckpt::TrainingState tuned = ckpt::read_checkpoint((dir.path / "fine-tuned" / "ckpt-000000002.h5").string());
-    const interop::SafetensorsFile weights = interop::export_weights(tuned, interop::NameStyle::dptrain, {});
+    const interop::SafetensorsFile exported = interop::export_weights(tuned, interop::NameStyle::dptrain, {});
     ckpt::write_new_checkpoint(restart,
-                               interop::import_weights(weights, "tuned", {"lenet", std::nullopt, std::nullopt}).state);
+                               interop::import_weights(exported, "tuned", {"lenet", std::nullopt, std::nullopt}).state);
   }
   TrainingRunConfig renewed = lenet_config(dir.path / "renewed");
   renewed.steps = 1;
@@ -263,22 +267,14 @@ TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh onl
   std::ostringstream renewed_out;
   TrainingRun fresh_head(renewed, renewed_out);
   CHECK_THAT(renewed_out.str(), Catch::Contains("re-initialised the classifier (ip2/weight, ip2/bias)"));
-  for (Parameter* p : fresh_head.net().parameters()) {
-    if (p->name != "ip2/weight") continue;
-    const Tensor host = fresh_head.net().backend().to_host(p->value);
-    CHECK(std::vector<float>(host.data<float>(), host.data<float>() + host.numel()) != tuned_classifier);
-  }
+  const std::vector<float> restarted = parameter_values(fresh_head.net(), "ip2/weight");
+  REQUIRE(restarted.size() == tuned_classifier.size());
+  CHECK(restarted != tuned_classifier);
 
   // A checkpoint part-way through another run (step 1, 10 classes) is not silently fine-tuned from
   // its step, data position and momentum: the error says how to take its weights alone.
   const std::string midway = (dir.path / "midway.h5").string();
-  for (ckpt::NamedTensor& t : donor.optimizer.momentum) {
-    if (t.name.starts_with("ip2/")) {
-      std::vector<std::int64_t> dims = t.value.shape().dims();
-      dims[0] = 10;
-      t.value = Tensor::zeros(Shape(dims));
-    }
-  }
+  as_ten_classes(donor.optimizer.momentum);
   ckpt::write_checkpoint_as(midway, donor);
   TrainingRunConfig from_midway = lenet_config(dir.path / "from-midway");
   from_midway.steps = 2;
