@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build/$(PRESET)
 DPTRAIN := $(BUILD_DIR)/app/dptrain
 
-.PHONY: all deps configure build demo test test-asan build-cuda format format-check clean
+.PHONY: all deps configure build demo test test-asan test-tsan build-cuda format format-check clean
 
 all: build
 
@@ -36,6 +36,13 @@ test-asan:
 	@$(MAKE) --no-print-directory configure PRESET=asan
 	cmake --build --preset asan -j $(JOBS) --target unit_tests
 	ctest --preset asan -j $(JOBS)
+
+# ThreadSanitizer over the threaded code (part of CI): the gradient reducer's communication thread
+# with ranks as threads, the loader's workers, the crash reporter; only those unit tests are built.
+test-tsan:
+	@$(MAKE) --no-print-directory configure PRESET=tsan
+	cmake --build --preset tsan -j $(JOBS) --target unit_distributed unit_data_loading unit_core
+	ctest --preset tsan -j $(JOBS)
 
 # Compile the CUDA backend (no GPU needed to compile; the GPU tests skip themselves without one).
 build-cuda:

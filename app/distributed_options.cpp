@@ -33,8 +33,13 @@ void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--stall-timeout", o.stall_timeout,
-                  "Abort the job, naming the late ranks, when a collective waits longer than this (300s, 5m, 1h)")
+                  "Abort the job when a collective waits longer than this (300s, 5m, 1h), naming the ranks that "
+                  "stopped answering (exit code 76) or else the late ones")
       ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--failure-report", o.failure_report,
+                  "When ranks stop answering, rank 0 writes their nodes here before the job ends (one line "
+                  "'node=N rank=R silent_seconds=S' each); slurm/train.sbatch continues without those nodes")
       ->group(group);
 }
 

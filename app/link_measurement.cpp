@@ -7,6 +7,7 @@
 
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/distributed/mpi_lock.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -46,6 +47,9 @@ std::optional<distributed::LinkModel> measure(MPI_Comm comm, double bytes) {
 MeasuredLinks measure_links(distributed::Job& job, double bytes) {
   const distributed::Topology& t = job.topology();
   DPTRAIN_CHECK(t.size() > 1, "--measure runs under srun or mpiexec, with several ranks on a node or several nodes");
+  // Blocking calls, timed as a job's own would be, made by every rank's main thread in the same
+  // order: they hold the MPI lock throughout (the job's heartbeat thread waits; nothing is watched).
+  distributed::MpiLock lock;
   MeasuredLinks m;
   m.ranks_per_node = t.local_size();
   m.nodes = t.node_count;

@@ -19,6 +19,7 @@
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/distributed/gradient_reducer.hpp"
 #include "dptrain/distributed/job.hpp"
+#include "dptrain/distributed/mpi_lock.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/synthetic.hpp"
 #include "dptrain/train/trainer.hpp"
@@ -34,13 +35,17 @@ double median(std::vector<double> v) {
 
 // The same time on every rank: the slowest rank's.
 double slowest(double seconds) {
+  MpiLock lock;  // the job's heartbeat thread calls MPI too (mpi_lock.hpp)
   DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
   return seconds;
 }
 
 template <typename Call>
 double time_once(Call&& call) {
-  DPTRAIN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  {
+    MpiLock lock;
+    DPTRAIN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  }
   const double start = MPI_Wtime();
   call();
   return slowest(MPI_Wtime() - start);
@@ -62,6 +67,7 @@ void bandwidth_table(Job& job, Communicator* hierarchical) {
     std::vector<double> reference, flat, hier;
     for (int r = 0; r < reps + 1; ++r) {  // the first round warms up the buffers and connections
       const double a = time_once([&] {
+        MpiLock lock;
         DPTRAIN_MPI_CHECK(
             MPI_Allreduce(MPI_IN_PLACE, buffer.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
       });
@@ -109,6 +115,7 @@ void overlap_report(Job& job, const std::string& model_name, int batch, int step
   const ReducerStats after = reducer.stats();
   double comm = after.communication_seconds - before.communication_seconds;
   double exposed = after.exposed_seconds - before.exposed_seconds;
+  MpiLock lock;
   DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &comm, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
   DPTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &exposed, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
   if (job.is_root()) {
@@ -157,7 +164,7 @@ int main(int argc, char** argv) {
   }
   std::unique_ptr<Communicator> hierarchical;
   if (job.topology().node_count > 1 && job.topology().uniform) {
-    hierarchical = make_communicator(job.topology(), {AllreduceKind::hierarchical, 600});
+    hierarchical = make_communicator(job.topology(), {AllreduceKind::hierarchical, 600, ""});
   }
   bandwidth_table(job, hierarchical.get());
   overlap_report(job, model, batch, steps);

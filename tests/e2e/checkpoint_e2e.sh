@@ -45,14 +45,8 @@ same_groups() {
       { head -n 40 "$work/h5diff.log"; fail "$group differs between $a and $b"; }
   done
 }
-# close_params A B DELTA: every parameter within DELTA (h5diff -d; the CRC-32 attributes are left out).
-close_params() {
-  local excluded=() name
-  for name in $(h5ls -r "$1/params" | awk '$2 == "Dataset" { print $1 }'); do
-    excluded+=(--exclude-attribute "/params$name")
-  done
-  h5diff -r -d "$3" "${excluded[@]}" "$1" "$2" /params /params > "$work/h5diff.log" 2>&1
-}
+# shellcheck source=tests/e2e/close_params.sh
+source "$(dirname "$0")/close_params.sh"
 # A field of `dptrain inspect --json` (one line, no spaces): a top-level integer.
 inspect_field() { "$dptrain" inspect "$1" --json | grep -o "\"$2\":[0-9]*" | head -n 1 | cut -d: -f2; }
 # The loss of the log line of step STEP.

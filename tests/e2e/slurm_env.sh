@@ -20,6 +20,16 @@ job_field() {  # job_field JOB FIELD: a field of `scontrol show job`
   scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
 }
 
+# wait_file FILE SECONDS LOG...: waits until FILE exists; fails, showing the logs, after SECONDS.
+wait_file() {
+  local file=$1 deadline=$((SECONDS + $2))
+  shift 2
+  until [[ -e $file ]]; do
+    (( SECONDS < deadline )) || { cat "$@"; fail "$file never appeared"; }
+    sleep 0.2
+  done
+}
+
 # wait_job JOB SECONDS: waits until the job has ended (requeues included); prints its final state.
 # A requeued job waits about 2 minutes (BeginTime) before it may start again; after 5 s (not at once:
 # slurmd refuses a job credential issued in the second its predecessor's was revoked) the test moves

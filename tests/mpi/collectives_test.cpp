@@ -42,7 +42,7 @@ int main() {
   verdict.expect(natural.node_count == 1, "mpiexec on one machine: one node");
 
   for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{100003}}) {
-    auto flat = make_communicator(natural, {AllreduceKind::flat, 60});
+    auto flat = make_communicator(natural, {AllreduceKind::flat, 60, ""});
     check_allreduce(*flat, count);
   }
   // Nodes of two ranks (and of one rank when there are fewer than four), simulated.
@@ -50,17 +50,17 @@ int main() {
   const Topology nodes = discover_topology(world, per_node, 0, nullptr);
   check_topology(nodes, per_node);
   if (size > 1) {
-    auto hierarchical = make_communicator(nodes, {AllreduceKind::hierarchical, 60});
+    auto hierarchical = make_communicator(nodes, {AllreduceKind::hierarchical, 60, ""});
     verdict.expect(hierarchical->name().rfind("hierarchical", 0) == 0, "hierarchical chosen: " + hierarchical->name());
     for (std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{1001}, std::size_t{100003}}) {
       check_allreduce(*hierarchical, count);
     }
-    auto automatic = make_communicator(nodes, {AllreduceKind::automatic, 60});
+    auto automatic = make_communicator(nodes, {AllreduceKind::automatic, 60, ""});
     verdict.expect(automatic->name() == (size >= 4 ? hierarchical->name() : std::string("flat MPI")),
                    "auto picks hierarchical only for several multi-rank nodes: " + automatic->name());
   }
 
-  auto comm = make_communicator(natural, {AllreduceKind::flat, 60});
+  auto comm = make_communicator(natural, {AllreduceKind::flat, 60, ""});
   std::vector<char> message(1000, static_cast<char>(comm->rank() + 1));
   comm->broadcast(message.data(), message.size(), size - 1);
   verdict.expect(std::all_of(message.begin(), message.end(), [&](char c) { return c == static_cast<char>(size); }),

@@ -110,7 +110,7 @@ int main() {
   const double moved = relative_difference(train(global, 0, global, nullptr, small_buckets, 0), reference);
   verdict.expect(moved > 1e-3, "20 steps changed the parameters by " + std::to_string(moved));
 
-  auto flat = make_communicator(natural, {AllreduceKind::flat, 120});
+  auto flat = make_communicator(natural, {AllreduceKind::flat, 120, ""});
   const Run overlapped = train(kPerRank, rank * kPerRank, global, flat.get(), small_buckets);
   // One step differs by ~5e-7 (the sums run in another order); a learning rate far above LeNet's
   // stable range (0.1 per 256) would amplify that into chaos, so the test stays below it.
@@ -130,7 +130,7 @@ int main() {
 
   if (size >= 2) {
     const Topology nodes = discover_topology(world, size >= 4 ? 2 : 1, 0, nullptr);
-    auto hierarchical = make_communicator(nodes, {AllreduceKind::hierarchical, 120});
+    auto hierarchical = make_communicator(nodes, {AllreduceKind::hierarchical, 120, ""});
     const Run hier = train(kPerRank, rank * kPerRank, global, hierarchical.get(), small_buckets);
     const double hier_error = relative_difference(hier, overlapped);
     verdict.expect(hier_error < 1e-5,

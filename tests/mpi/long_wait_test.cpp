@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   MpiSession session;
   const std::string mode = argc > 1 ? argv[1] : "";
   const Topology topology = discover_topology(MPI_COMM_WORLD, 0, 0, nullptr);
-  auto comm = make_communicator(topology, {AllreduceKind::flat, 1.0});
+  auto comm = make_communicator(topology, {AllreduceKind::flat, 1.0, ""});
   comm->barrier();
   if (mode == "survives") {
     // Longer than the stall timeout and the 5 s the other ranks give rank 0 to report first.

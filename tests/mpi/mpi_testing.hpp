@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "dptrain/distributed/mpi_lock.hpp"
+
 namespace dptrain::testing {
 
 class MpiVerdict {
@@ -20,7 +22,8 @@ class MpiVerdict {
   // Sums the failures over the ranks, prints the verdict on rank 0 and returns the exit code.
   int finish(const char* name) const {
     int all = failures_, rank = 0, size = 1;
-    if (mpi_running()) {  // a single rank may run without MPI, as dptrain itself does
+    if (mpi_running()) {          // a single rank may run without MPI, as dptrain itself does
+      distributed::MpiLock lock;  // a job's heartbeat thread may still call MPI (mpi_lock.hpp)
       MPI_Allreduce(&failures_, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
       MPI_Comm_rank(MPI_COMM_WORLD, &rank);
       MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -38,6 +41,7 @@ class MpiVerdict {
   }
   static int rank_or_zero() {
     int rank = 0;
+    distributed::MpiLock lock;
     if (mpi_running()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     return rank;
   }

@@ -11,7 +11,7 @@ using namespace dptrain::distributed;
 int main() {
   MpiSession session;
   const Topology topology = discover_topology(MPI_COMM_WORLD, 0, 0, nullptr);
-  auto comm = make_communicator(topology, {AllreduceKind::flat, 1.0});
+  auto comm = make_communicator(topology, {AllreduceKind::flat, 1.0, ""});
   comm->barrier();  // everyone arrives at the first one
   if (comm->rank() == 1) std::this_thread::sleep_for(std::chrono::seconds(30));
   comm->barrier();

@@ -6,6 +6,7 @@
 #include "dptrain/core/error.hpp"
 #include "dptrain/distributed/launcher.hpp"
 #include "dptrain/distributed/mpi_communicator.hpp"
+#include "dptrain/distributed/mpi_lock.hpp"
 
 namespace dptrain::distributed {
 
@@ -29,13 +30,26 @@ AllreduceKind parse_allreduce_kind(const std::string& text) {
   throw Error("--allreduce must be auto, flat or hierarchical, not '" + text + "'");
 }
 
+StallWatchOptions stall_watch_options(const Topology& topology, const CommunicatorOptions& options) {
+  StallWatchOptions watch;
+  watch.timeout_seconds = options.stall_timeout_seconds;
+  for (const RankPlace& place : topology.ranks) watch.nodes.push_back(place.node);
+  watch.failure_report = options.failure_report;
+  int provided = 0;
+  {
+    MpiLock lock;
+    DPTRAIN_MPI_CHECK(MPI_Query_thread(&provided));
+  }
+  // With less than "serialized", only the main thread may call MPI: it sends the heartbeats itself
+  // while it waits (and the job runs without overlap, see Job).
+  watch.heartbeat_thread = provided >= MPI_THREAD_SERIALIZED;
+  return watch;
+}
+
 std::unique_ptr<Communicator> make_communicator(const Topology& topology, const CommunicatorOptions& options) {
   if (!in_multi_rank_job()) return std::make_unique<LocalCommunicator>();
   DPTRAIN_CHECK(options.stall_timeout_seconds > 0, "--stall-timeout must be positive");
-  int provided = 0;
-  DPTRAIN_MPI_CHECK(MPI_Query_thread(&provided));
-  auto watch =
-      std::make_shared<StallWatch>(MPI_COMM_WORLD, options.stall_timeout_seconds, provided == MPI_THREAD_MULTIPLE);
+  auto watch = std::make_shared<StallWatch>(MPI_COMM_WORLD, stall_watch_options(topology, options));
   const bool can_split = topology.uniform && topology.node_count > 1 && topology.local_size() > 1;
   switch (options.kind) {
     case AllreduceKind::flat: return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD, watch);

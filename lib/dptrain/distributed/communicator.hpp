@@ -5,7 +5,8 @@
 // the NCCL ones. Buffers live on the device the communicator was made for (host memory for MPI).
 //
 // Every call is blocking for its caller, but an MPI implementation waits by polling, so a rank that
-// never arrives is reported after the stall timeout instead of hanging the job (see StallWatch).
+// never arrives, or stops answering, is named after the stall timeout instead of hanging the job
+// (see StallWatch).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -81,6 +82,7 @@ AllreduceKind parse_allreduce_kind(const std::string& text);  // auto | flat | h
 struct CommunicatorOptions {
   AllreduceKind kind = AllreduceKind::automatic;
   double stall_timeout_seconds = 300;
+  std::string failure_report;  // --failure-report: where rank 0 names the nodes of ranks that stopped answering
 };
 
 // The job's communicator over MPI_COMM_WORLD (a LocalCommunicator when MPI is not running). `auto`

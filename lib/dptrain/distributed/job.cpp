@@ -11,6 +11,7 @@ Job::Job(const JobOptions& options, int visible_devices) : options_(options) {
   CommunicatorOptions comm;
   comm.kind = parse_allreduce_kind(options_.allreduce);
   comm.stall_timeout_seconds = parse_duration_seconds(options_.stall_timeout, "--stall-timeout");
+  comm.failure_report = options_.failure_report;
   topology_ = discover_topology(session_.active() ? MPI_COMM_WORLD : MPI_COMM_NULL, options_.ranks_per_node,
                                 visible_devices, nullptr);
   communicator_options_ = comm;

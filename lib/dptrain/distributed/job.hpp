@@ -17,6 +17,7 @@ struct JobOptions {
   double bucket_mb = 25;             // --bucket-mb
   std::string overlap = "auto";      // --overlap auto|on|off
   std::string stall_timeout = "5m";  // --stall-timeout
+  std::string failure_report;        // --failure-report
 };
 
 class Job {

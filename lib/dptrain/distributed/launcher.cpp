@@ -2,11 +2,13 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
 
 #include "dptrain/core/check_mpi.hpp"
+#include "dptrain/distributed/mpi_lock.hpp"
 
 namespace dptrain::distributed {
 namespace {
@@ -44,8 +46,10 @@ MpiSession::MpiSession() {
   DPTRAIN_MPI_CHECK(MPI_Initialized(&initialised));
   if (!initialised) {
     if (launcher_world_size() <= 1) return;
+    // Serialized, not multiple: every MPI call is made under the MPI lock (see mpi_lock.hpp).
     int provided = 0;
-    DPTRAIN_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    MpiLock lock;
+    DPTRAIN_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided));
     initialised_here_ = true;
     threads_ok_ = provided >= MPI_THREAD_SERIALIZED;
   } else {
@@ -60,12 +64,16 @@ MpiSession::~MpiSession() {
   // While an error unwinds (perhaps on this rank alone: rank 0 reading a checkpoint), MPI_Finalize
   // would wait for ranks blocked in their next collective; MPI stays up so that main() ends the
   // whole job with MPI_Abort. Nothing useful can be done about a failure while shutting down.
-  if (initialised_here_ && std::uncaught_exceptions() == 0) MPI_Finalize();
+  if (initialised_here_ && std::uncaught_exceptions() == 0) {
+    MpiLock lock;
+    MPI_Finalize();
+  }
 }
 
 bool in_multi_rank_job() {
   if (!mpi_running()) return false;
   int size = 1;
+  MpiLock lock;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   return size > 1;
 }
@@ -73,15 +81,25 @@ bool in_multi_rank_job() {
 int world_rank() {
   if (!mpi_running()) return 0;
   int rank = 0;
+  MpiLock lock;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
 }
 
 void abort_job(const std::string& message, int code) {
-  if (in_multi_rank_job()) {
-    std::cerr << "dptrain: rank " << world_rank() << ": " << message << std::endl;
+  // Another thread may be inside an MPI call that never returns (the reason for aborting): wait for
+  // the MPI lock a little, then go on regardless, calling MPI directly.
+  const bool locked = mpi_mutex().try_lock_for(std::chrono::seconds(2));
+  int size = 1, rank = 0;
+  if (mpi_running()) {
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  }
+  if (size > 1) {
+    std::cerr << "dptrain: rank " << rank << ": " << message << std::endl;
     MPI_Abort(MPI_COMM_WORLD, code);
   }
+  if (locked) mpi_mutex().unlock();
   std::cerr << "dptrain: " << message << std::endl;
   std::exit(code);
 }

@@ -12,8 +12,7 @@ int launcher_world_size();
 
 // Initialises MPI when launcher_world_size() > 1, and finalises it on destruction (not while an
 // exception unwinds: the error's handler aborts the job, see abort_job). It asks for
-// MPI_THREAD_MULTIPLE, which the stall watchdog needs to guard blocking collectives; "serialized" is
-// the least that works (the gradient reducer's thread and the main thread call MPI in turn).
+// MPI_THREAD_SERIALIZED: several threads call MPI, one at a time, under the MPI lock (mpi_lock.hpp).
 class MpiSession {
  public:
   MpiSession();

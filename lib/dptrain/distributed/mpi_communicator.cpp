@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "dptrain/core/check_mpi.hpp"
+#include "dptrain/distributed/mpi_lock.hpp"
 
 namespace dptrain::distributed {
 
@@ -34,11 +35,13 @@ int as_count(std::size_t n) { return static_cast<int>(n); }
 }  // namespace
 
 OwnedComm::OwnedComm(MPI_Comm source) {
+  MpiLock lock;
   DPTRAIN_MPI_CHECK(MPI_Comm_dup(source, &comm_));
   describe();
 }
 
 OwnedComm::OwnedComm(MPI_Comm source, int color, int key) {
+  MpiLock lock;
   DPTRAIN_MPI_CHECK(MPI_Comm_split(source, color, key, &comm_));
   describe();
 }
@@ -50,23 +53,22 @@ void OwnedComm::describe() {
 }
 
 OwnedComm::~OwnedComm() {
+  MpiLock lock;
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 MpiCommunicator::MpiCommunicator(MPI_Comm world, std::shared_ptr<StallWatch> watch)
     : comm_(world), watch_(std::move(watch)) {}
 
-void MpiCommunicator::run(const char* call, const std::function<int()>& blocking,
-                          const std::function<int(MPI_Request*)>& start) {
+void MpiCommunicator::run(const char* call, const std::function<int(MPI_Request*)>& start) {
+  MPI_Request request = MPI_REQUEST_NULL;
   int rc = MPI_SUCCESS;
-  if (watch_->guards_blocking_calls()) {
-    rc = blocking();
-  } else {
-    MPI_Request request;
+  {
+    MpiLock lock;
     rc = start(&request);
-    if (rc == MPI_SUCCESS) watch_->wait(request);
   }
   if (rc != MPI_SUCCESS) detail::throw_mpi_error(rc, call, __FILE__, __LINE__);
+  watch_->wait(request);
 }
 
 void MpiCommunicator::allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) {
@@ -76,8 +78,7 @@ void MpiCommunicator::allreduce(void* data, std::size_t count, ElementType type,
   for (std::size_t done = 0; done < count;) {
     const int n = as_count(std::min(kMaxCount, count - done));
     void* p = bytes + done * size_of(type);
-    run(
-        "MPI_Allreduce", [&] { return MPI_Allreduce(MPI_IN_PLACE, p, n, mpi_type(type), mpi_op(op), comm); },
+    run("MPI_Allreduce",
         [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, p, n, mpi_type(type), mpi_op(op), comm, r); });
     done += static_cast<std::size_t>(n);
   }
@@ -91,9 +92,7 @@ void MpiCommunicator::broadcast(void* data, std::size_t bytes, int root) {
   for (std::size_t done = 0; done < bytes;) {
     const int n = as_count(std::min(kMaxCount, bytes - done));
     char* p = base + done;
-    run(
-        "MPI_Bcast", [&] { return MPI_Bcast(p, n, MPI_BYTE, root, comm); },
-        [&](MPI_Request* r) { return MPI_Ibcast(p, n, MPI_BYTE, root, comm, r); });
+    run("MPI_Bcast", [&](MPI_Request* r) { return MPI_Ibcast(p, n, MPI_BYTE, root, comm, r); });
     done += static_cast<std::size_t>(n);
   }
   watch_->finished();
@@ -105,17 +104,14 @@ void MpiCommunicator::allgather(const void* mine, void* all, std::size_t bytes) 
   watch_->started("allgather");
   const int n = as_count(bytes);
   const MPI_Comm comm = comm_.get();
-  run(
-      "MPI_Allgather", [&] { return MPI_Allgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, comm); },
-      [&](MPI_Request* r) { return MPI_Iallgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, comm, r); });
+  run("MPI_Allgather", [&](MPI_Request* r) { return MPI_Iallgather(mine, n, MPI_BYTE, all, n, MPI_BYTE, comm, r); });
   watch_->finished();
 }
 
 void MpiCommunicator::barrier() {
   watch_->started("barrier");
   const MPI_Comm comm = comm_.get();
-  run(
-      "MPI_Barrier", [&] { return MPI_Barrier(comm); }, [&](MPI_Request* r) { return MPI_Ibarrier(comm, r); });
+  run("MPI_Barrier", [&](MPI_Request* r) { return MPI_Ibarrier(comm, r); });
   watch_->finished();
 }
 
@@ -155,20 +151,15 @@ void HierarchicalCommunicator::allreduce(void* data, std::size_t count, ElementT
   auto* shard = reinterpret_cast<float*>(shard_.data());
 
   const MPI_Comm node = node_.get(), cross = cross_.get();
-  run(
-      "MPI_Reduce_scatter", [&] { return MPI_Reduce_scatter(values, shard, counts.data(), MPI_FLOAT, MPI_SUM, node); },
+  run("MPI_Reduce_scatter",
       [&](MPI_Request* r) { return MPI_Ireduce_scatter(values, shard, counts.data(), MPI_FLOAT, MPI_SUM, node, r); });
   if (cross_.size() > 1) {
-    run(
-        "MPI_Allreduce", [&] { return MPI_Allreduce(MPI_IN_PLACE, shard, mine, MPI_FLOAT, MPI_SUM, cross); },
+    run("MPI_Allreduce",
         [&](MPI_Request* r) { return MPI_Iallreduce(MPI_IN_PLACE, shard, mine, MPI_FLOAT, MPI_SUM, cross, r); });
   }
-  run(
-      "MPI_Allgatherv",
-      [&] { return MPI_Allgatherv(shard, mine, MPI_FLOAT, values, counts.data(), offsets.data(), MPI_FLOAT, node); },
-      [&](MPI_Request* r) {
-        return MPI_Iallgatherv(shard, mine, MPI_FLOAT, values, counts.data(), offsets.data(), MPI_FLOAT, node, r);
-      });
+  run("MPI_Allgatherv", [&](MPI_Request* r) {
+    return MPI_Iallgatherv(shard, mine, MPI_FLOAT, values, counts.data(), offsets.data(), MPI_FLOAT, node, r);
+  });
   watch().finished();
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Collectives on MPI communicators, guarded by the StallWatch: blocking calls watched by its thread
-// where MPI allows it (MPI_THREAD_MULTIPLE), else non-blocking calls polled by the caller.
+// Collectives on MPI communicators, guarded by the StallWatch: each is started non-blocking under the
+// MPI lock and polled by the caller (mpi_lock.hpp says why nothing blocks inside MPI).
 #include <mpi.h>
 
 #include <functional>
@@ -11,6 +11,10 @@
 #include "dptrain/distributed/stall_watch.hpp"
 
 namespace dptrain::distributed {
+
+// The stall watch of the job's communicators: the timeout and failure report of `options`, the node
+// of every rank, a heartbeat thread where MPI allows a second thread.
+StallWatchOptions stall_watch_options(const Topology& topology, const CommunicatorOptions& options);
 
 MPI_Datatype mpi_type(ElementType type);
 MPI_Op mpi_op(ReduceOp op);
@@ -49,9 +53,9 @@ class MpiCommunicator : public Communicator {
   void end_long_wait() override { watch_->end_long_wait(); }
 
  protected:
-  // Runs one MPI collective named `call`: `blocking()` when the watch guards blocking calls, else
-  // `start(&request)` and a polled wait. Both return an MPI error code.
-  void run(const char* call, const std::function<int()>& blocking, const std::function<int(MPI_Request*)>& start);
+  // Runs one MPI collective named `call`: `start(&request)` (returning an MPI error code) under the
+  // MPI lock, then the watch's polled wait.
+  void run(const char* call, const std::function<int(MPI_Request*)>& start);
   StallWatch& watch() { return *watch_; }
 
  private:

@@ -9,6 +9,7 @@
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/distributed/launcher.hpp"
 #include "dptrain/distributed/mpi_communicator.hpp"
+#include "dptrain/distributed/mpi_lock.hpp"
 #include "dptrain/distributed/nccl_communicator.hpp"
 
 namespace dptrain::distributed {
@@ -35,6 +36,8 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 // An NCCL communicator over `comm` (MPI, or null for one process): rank 0 of `comm` makes the id.
 std::unique_ptr<NcclCommunicator> nccl_over(MPI_Comm comm, int device) {
   int rank = 0, size = 1;
+  // At start-up, every rank together: blocking under the MPI lock is fine (mpi_lock.hpp).
+  MpiLock lock;
   if (comm != MPI_COMM_NULL) {
     DPTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
     DPTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
@@ -45,10 +48,13 @@ std::unique_ptr<NcclCommunicator> nccl_over(MPI_Comm comm, int device) {
   return std::make_unique<NcclCommunicator>(id, size, rank, device);
 }
 
-// The stream the collectives run on, and the wait that turns a hang into an abort.
+// The stream the collectives run on, and the wait that turns a hang into an abort. In a job of
+// several ranks the stall watch polls the stream, so a stalled NCCL collective names the ranks that
+// stopped answering (their heartbeats go on while NCCL waits); one process alone has no watch.
 class GpuCollectives {
  public:
-  GpuCollectives(int device, double timeout) : device_(device), timeout_(timeout) {
+  GpuCollectives(int device, double timeout, std::shared_ptr<StallWatch> watch)
+      : device_(device), timeout_(timeout), watch_(std::move(watch)) {
     DPTRAIN_CUDA_CHECK(cudaSetDevice(device_));
     DPTRAIN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
@@ -57,22 +63,34 @@ class GpuCollectives {
   GpuCollectives& operator=(const GpuCollectives&) = delete;
 
   cudaStream_t stream() const { return stream_; }
+  const std::shared_ptr<StallWatch>& watch() const { return watch_; }
   // The current device is per thread, and the gradient reducer calls from its communication thread:
   // every collective first makes this rank's GPU current (NCCL launches on the current device).
   void bind() const { DPTRAIN_CUDA_CHECK(cudaSetDevice(device_)); }
 
   // Waits for the stream, polling, so a stalled collective is reported after the timeout.
   void wait(const char* what, NcclCommunicator& nccl) {
-    const auto start = std::chrono::steady_clock::now();
-    for (;;) {
+    auto finished = [this] {
       const cudaError_t state = cudaStreamQuery(stream_);
-      if (state == cudaSuccess) return;
-      if (state != cudaErrorNotReady) DPTRAIN_CUDA_CHECK(state);
+      if (state != cudaSuccess && state != cudaErrorNotReady) DPTRAIN_CUDA_CHECK(state);
+      return state == cudaSuccess;
+    };
+    if (watch_) {
+      watch_->started(what);
+      struct Finish {
+        StallWatch& watch;
+        ~Finish() { watch.finished(); }
+      } finish{*watch_};
+      watch_->wait_until(finished, [&nccl] { nccl.abort(); });
+      return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    while (!finished()) {
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (waited > timeout_) {
         nccl.abort();
         abort_job(std::string("NCCL ") + what + " has not completed after " + std::to_string(static_cast<int>(waited)) +
-                      " s (--stall-timeout); a rank or a GPU link is stuck; aborting the job",
+                      " s (--stall-timeout); a GPU is stuck; aborting",
                   1);
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -82,13 +100,14 @@ class GpuCollectives {
  private:
   int device_;
   double timeout_;
+  std::shared_ptr<StallWatch> watch_;
   cudaStream_t stream_ = nullptr;
 };
 
 class NcclFlatCommunicator final : public Communicator {
  public:
-  NcclFlatCommunicator(MPI_Comm world, int device, double timeout)
-      : gpu_(device, timeout), nccl_(nccl_over(world, device)) {}
+  NcclFlatCommunicator(MPI_Comm world, int device, double timeout, std::shared_ptr<StallWatch> watch)
+      : gpu_(device, timeout, std::move(watch)), nccl_(nccl_over(world, device)) {}
   int rank() const override { return nccl_->rank(); }
   int size() const override { return nccl_->size(); }
   std::string name() const override { return "flat NCCL"; }
@@ -126,10 +145,11 @@ class NcclFlatCommunicator final : public Communicator {
 class NcclHierarchicalCommunicator final : public Communicator {
  public:
   NcclHierarchicalCommunicator(const Topology& topology, int device, const CommunicatorOptions& options)
-      : gpu_(device, options.stall_timeout_seconds),
+      : gpu_(device, options.stall_timeout_seconds,
+             std::make_shared<StallWatch>(MPI_COMM_WORLD, stall_watch_options(topology, options))),
         node_(MPI_COMM_WORLD, topology.self().node_index, topology.rank),
-        cross_(std::make_unique<MpiCommunicator>(
-            split(topology), std::make_shared<StallWatch>(MPI_COMM_WORLD, options.stall_timeout_seconds, false))),
+        cross_(std::make_unique<MpiCommunicator>(split(topology), gpu_.watch())),
+        world_(MPI_COMM_WORLD, gpu_.watch()),
         nccl_(nccl_over(node_.get(), device)),
         world_size_(topology.size()),
         world_rank_(topology.rank) {
@@ -138,6 +158,7 @@ class NcclHierarchicalCommunicator final : public Communicator {
   ~NcclHierarchicalCommunicator() override {
     if (scratch_) cudaFree(scratch_);
     if (host_) cudaFreeHost(host_);
+    MpiLock lock;
     if (cross_comm_ != MPI_COMM_NULL) MPI_Comm_free(&cross_comm_);
   }
   int rank() const override { return world_rank_; }
@@ -176,21 +197,21 @@ class NcclHierarchicalCommunicator final : public Communicator {
     gpu_.bind();
     std::vector<char> host(bytes);
     DPTRAIN_CUDA_CHECK(cudaMemcpy(host.data(), data, bytes, cudaMemcpyDeviceToHost));
-    DPTRAIN_MPI_CHECK(MPI_Bcast(host.data(), static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD));
+    world_.broadcast(host.data(), bytes, root);
     DPTRAIN_CUDA_CHECK(cudaMemcpy(data, host.data(), bytes, cudaMemcpyHostToDevice));
   }
   void allgather(const void* mine, void* all, std::size_t bytes) override {
     gpu_.bind();
     std::vector<char> in(bytes), out(bytes * static_cast<std::size_t>(world_size_));
     DPTRAIN_CUDA_CHECK(cudaMemcpy(in.data(), mine, bytes, cudaMemcpyDeviceToHost));
-    DPTRAIN_MPI_CHECK(MPI_Allgather(in.data(), static_cast<int>(bytes), MPI_BYTE, out.data(), static_cast<int>(bytes),
-                                    MPI_BYTE, MPI_COMM_WORLD));
+    world_.allgather(in.data(), out.data(), bytes);
     DPTRAIN_CUDA_CHECK(cudaMemcpy(all, out.data(), out.size(), cudaMemcpyHostToDevice));
   }
-  void barrier() override { DPTRAIN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  void barrier() override { world_.barrier(); }
 
  private:
   MPI_Comm split(const Topology& topology) {
+    MpiLock lock;
     DPTRAIN_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, topology.self().local_rank, topology.rank, &cross_comm_));
     return cross_comm_;
   }
@@ -207,6 +228,7 @@ class NcclHierarchicalCommunicator final : public Communicator {
   MPI_Comm cross_comm_ = MPI_COMM_NULL;
   OwnedComm node_;
   std::unique_ptr<MpiCommunicator> cross_;
+  MpiCommunicator world_;  // the rare host-side collectives (start-up, metrics)
   std::unique_ptr<NcclCommunicator> nccl_;
   int world_size_, world_rank_;
   float* scratch_ = nullptr;
@@ -224,8 +246,9 @@ std::unique_ptr<Communicator> make_gpu_communicator(const Topology& topology, co
     DPTRAIN_CHECK(mpi, "--allreduce hierarchical needs several ranks (srun or mpiexec)");
     return std::make_unique<NcclHierarchicalCommunicator>(topology, device, options);
   }
+  auto watch = mpi ? std::make_shared<StallWatch>(MPI_COMM_WORLD, stall_watch_options(topology, options)) : nullptr;
   return std::make_unique<NcclFlatCommunicator>(mpi ? MPI_COMM_WORLD : MPI_COMM_NULL, device,
-                                                options.stall_timeout_seconds);
+                                                options.stall_timeout_seconds, std::move(watch));
 }
 
 }  // namespace dptrain::distributed

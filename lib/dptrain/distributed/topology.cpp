@@ -9,6 +9,7 @@
 
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/distributed/mpi_lock.hpp"
 
 namespace dptrain::distributed {
 
@@ -96,6 +97,7 @@ namespace {
 std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) {
   constexpr int kWidth = 256;
   int size = 1;
+  MpiLock lock;  // at start-up, before the job's threads: blocking is fine (mpi_lock.hpp)
   DPTRAIN_MPI_CHECK(MPI_Comm_size(comm, &size));
   std::string record = mine.substr(0, kWidth - 1);
   record.resize(kWidth, '\0');
@@ -116,7 +118,10 @@ Topology discover_topology(MPI_Comm comm, int ranks_per_node, int visible_device
     return place_ranks(0, {node}, {cpus}, {id}, visible_devices, ranks_per_node);
   }
   int rank = 0;
-  DPTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  {
+    MpiLock lock;
+    DPTRAIN_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  }
   // The device a rank takes depends on its local rank, known only after the names are gathered.
   Topology first = place_ranks(rank, gather_strings(comm, node), gather_strings(comm, cpus), {}, 0, ranks_per_node);
   const int device = choose_device(first.self().local_rank, visible_devices);
