@@ -126,8 +126,9 @@ class Dptrain(CMakePackage, CudaPackage):
         """Whether a develop build's sources changed since it was installed (Spack then rebuilds
         it): a file git tracks, or would track, is newer than the install, or a tracked file is
         gone. Spack's default looks at every file under the clone, where Spack itself writes the
-        environment's spack.lock, its view and the build-<arch>-<hash> links at each install,
-        so every `spack install` rebuilt dptrain. Outside a git clone the default applies."""
+        environment's spack.lock, its view and the build-<arch>-<hash> links at each install, so
+        with it every `spack install` would rebuild dptrain. Outside a git clone the default
+        applies."""
         source = self.spec.variants["dev_path"].value
         git = which("git")
         if git is None:
