@@ -6,7 +6,7 @@ function(dptrain_require found what debian spack)
   if(NOT ${found})
     message(FATAL_ERROR "dptrain needs ${what}, which was not found.\n"
       "  Debian/Ubuntu: apt-get install ${debian}   (or run scripts/install-deps.sh)\n"
-      "  Spack:         spack install ${spack}   (or use the spack/env environment)")
+      "  Spack:         spack install ${spack}   (or use the environment in spack.yaml)")
   endif()
 endfunction()
 

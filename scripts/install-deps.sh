@@ -13,7 +13,9 @@ data_pkgs=(dataset-fashion-mnist)
 # The local Slurm test cluster (slurmctld, slurmd, the PMIx plugin, munge), the report's plot, and
 # the lint of the shipped scripts.
 cluster_pkgs=(slurm-wlm slurm-wlm-basic-plugins munge libpmix2 gnuplot-nox shellcheck)
-packaging_pkgs=(python3 python3-yaml)  # tests/packaging reads spack/env/spack.yaml and the Spack recipe
+# tests/packaging reads spack.yaml and the Spack recipe (python3-yaml), and runs a real Spack when one
+# is there: its concretizer clingo loads through cffi, `spack style` runs isort, black and flake8.
+packaging_pkgs=(python3 python3-yaml python3-cffi-backend git xz-utils isort black flake8)
 all_pkgs=("${build_pkgs[@]}" "${lib_pkgs[@]}" "${data_pkgs[@]}" "${cluster_pkgs[@]}" "${packaging_pkgs[@]}")
 # --test (make test): also what only the tests need. The interop tests compare our models with
 # torchvision's (Debian's PyTorch, CPU only); building and running dptrain needs none of it.
@@ -31,7 +33,7 @@ install-deps: this is not a Debian-like system, so nothing was installed.
 Install these (or their equivalents) yourself: a C++20 compiler, CMake >= 3.25, oneDNN, Open MPI,
 HDF5 (C library and tools), CLI11, Catch2 v2, libjpeg-turbo, nlohmann-json, zlib, Python 3 with
 PyYAML (for the tests), and optionally CUDA + cuDNN + NCCL.
-With Spack:  spack env activate spack/env && spack concretize && spack install   (see README.md)
+With Spack:  spack env activate . && spack concretize && spack install   (see README.md)
 MSG
   exit 0
 fi

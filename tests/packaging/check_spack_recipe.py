@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The Spack environment (spack/env/spack.yaml) and recipe (spack/repo/...) against the CMake build.
+"""The Spack environment (spack.yaml) and recipe (spack/repo/...) against the CMake build.
 
-Spack itself cannot be downloaded on these machines, so this checks what can be checked without it:
+This checks what can be checked without Spack (spack_real.sh runs a real one):
 spack.yaml is valid YAML with the C4130 specs; package.py compiles with Python 3 and declares every
 dependency CMake looks for, with the right types and conditions; the versions agree; the CMake options
 the recipe sets exist. Every problem is reported with what to change.
@@ -59,9 +59,12 @@ ENV_SPECS = ["dptrain", "cuda", "cudnn", "nccl", "openmpi", "hdf5", "onednn", "l
 RECIPE_DEFINES = {"DPTRAIN_CUDA", "DPTRAIN_BUILD_TESTS", "DPTRAIN_BUILT_BY", "DPTRAIN_SPACK_SPEC",
                   "CMAKE_CUDA_ARCHITECTURES", "CMAKE_CUDA_COMPILER", "CUDAToolkit_ROOT", "CUDNN_ROOT", "NCCL_ROOT"}
 
-# Where the environment lives: in a folder of its own, so Spack's writes there (spack.lock, the view)
-# never touch the source tree its develop: section builds from.
-ENV_FILE = Path("spack") / "env" / "spack.yaml"
+# The one environment users and tests use: at the top level, beside CMakeLists.txt. Spack's writes
+# there (spack.lock, the view, build-* links) are ignored by git, and so by the recipe's
+# detect_dev_src_change().
+ENV_FILE = Path("spack.yaml")
+# The example for centres: every dependency an external. Same recipe repository, same clone.
+SITE_ENV_FILE = Path("spack") / "site-externals" / "spack.yaml"
 
 # The GPUs CUDA 13 no longer reaches: the recipe itself must keep them on CUDA 12.
 CUDA_12_ARCHS = ("60", "70")
@@ -134,28 +137,54 @@ def check_environment(env: dict, root: Path, version: str, problems: Problems):
     problems.check((env.get("concretizer") or {}).get("unify") is True, "spack.yaml: concretizer:unify must be true")
     problems.check(bool(env.get("view")), "spack.yaml: the environment must have a view")
 
+    return check_clone_paths(env, ENV_FILE, root, version, problems)
+
+
+def check_clone_paths(env: dict, env_file: Path, root: Path, version: str, problems: Problems):
+    """repos: and develop: of an environment in this clone. Returns the recipe repository's dir."""
+    env_dir = (root / env_file).parent
     repos = env.get("repos") or []
     repo_paths = list(repos.values()) if isinstance(repos, dict) else list(repos)
-    ours = [resolve(str(p), env_dir) for p in repo_paths if "repo/spack_repo" in str(p)]
-    if not problems.check(ours, "spack.yaml: repos must include the recipe repository under spack/repo"):
+    ours = [str(p) for p in repo_paths if "repo/spack_repo" in str(p)]
+    if not problems.check(ours, f"{env_file}: repos must include the recipe repository under spack/repo"):
         return None
+    # `spack env create NAME <clone>/spack.yaml` makes relative paths absolute, into the clone;
+    # $env would name the new environment's own directory, where there is no recipe.
+    problems.check("$env" not in ours[0] and not Path(ours[0]).is_absolute(),
+                   f"{env_file}: the recipe repository's path must be relative to the file (not $env/..., "
+                   f"which `spack env create` resolves in the new environment; not absolute), found '{ours[0]}'")
     develop = ((env.get("develop") or {}).get("dptrain")) or {}
     problems.check(resolve(str(develop.get("path", "")), env_dir) == root.resolve(),
-                   "spack.yaml: develop:dptrain:path must be the repository root (../..)")
+                   f"{env_file}: develop:dptrain:path must be the repository root, found '{develop.get('path')}'")
     develop_version = parse_spec(str(develop.get("spec", "dptrain"))).version
     problems.check(develop_version == f"={version}",
-                   f"spack.yaml: develop:dptrain:spec must be dptrain@={version} (CMakeLists.txt's version), "
+                   f"{env_file}: develop:dptrain:spec must be dptrain@={version} (CMakeLists.txt's version), "
                    f"found '{develop.get('spec')}'")
-    return ours[0]
+    return resolve(ours[0], env_dir)
+
+
+def check_site_environment(root: Path, version: str, problems: Problems, repo_dir):
+    """spack/site-externals/spack.yaml: the same recipe and clone; every package an external."""
+    if not problems.check((root / SITE_ENV_FILE).is_file(), f"{SITE_ENV_FILE} is missing (the example for centres)"):
+        return
+    env = (load_yaml(root / SITE_ENV_FILE) or {}).get("spack") or {}
+    site_repo = check_clone_paths(env, SITE_ENV_FILE, root, version, problems)
+    problems.check(site_repo is None or site_repo == repo_dir,
+                   f"{SITE_ENV_FILE}: repos must name the same recipe repository as {ENV_FILE}")
+    for name, entry in (env.get("packages") or {}).items():
+        if name == "all":
+            continue
+        problems.check(entry.get("buildable") is False and entry.get("externals"),
+                       f"{SITE_ENV_FILE}: packages:{name} must be an external with buildable: false")
 
 
 def check_readme(env: dict, root: Path, problems: Problems):
     """README.md's Spack section says what the environment does: where it is, and the MPI spec."""
     readme = (root / "README.md").read_text(encoding="utf-8") if (root / "README.md").is_file() else ""
-    activate = f"spack env activate {ENV_FILE.parent.as_posix()}"
-    problems.check(activate in readme, f"README.md must tell users to run '{activate}'")
-    problems.check("spack env activate .\n" not in readme and "spack env activate . " not in readme,
-                   "README.md still says 'spack env activate .' (the environment is in spack/env)")
+    activate = "spack env activate ."
+    problems.check(activate in readme, f"README.md must tell users to run '{activate}' (spack.yaml is at the top)")
+    problems.check("spack/env" not in readme, "README.md still names spack/env (the environment is spack.yaml)")
+    problems.check(SITE_ENV_FILE.as_posix() in readme, f"README.md must point centres to {SITE_ENV_FILE}")
     for text in env.get("specs") or []:
         if str(text).startswith("openmpi"):
             problems.check(str(text) in readme, f"README.md must name the environment's MPI spec '{text}'")
@@ -300,9 +329,8 @@ def main(argv) -> int:
     root = Path(argv[1]).resolve()
     problems = Problems()
     version = cmake.project_version(root)
-    if (root / "spack.yaml").exists():
-        problems.append("spack.yaml at the repository root: the environment is spack/env/spack.yaml (Spack's "
-                        "writes into a root environment touch the source tree and rebuild dptrain every time)")
+    if (root / "spack" / "env" / "spack.yaml").exists():
+        problems.append("spack/env/spack.yaml: a second environment; the one environment is spack.yaml at the top")
     if not (root / ENV_FILE).is_file():
         print(f"FAIL: {ENV_FILE} is missing")
         return 1
@@ -312,6 +340,7 @@ def main(argv) -> int:
         return 1
     repo_dir = check_environment(env["spack"], root, version, problems)
     check_readme(env["spack"], root, problems)
+    check_site_environment(root, version, problems, repo_dir)
     recipe_path = check_repository(repo_dir, problems) if repo_dir else None
     count = 0
     if recipe_path and check_compiles(recipe_path, problems):

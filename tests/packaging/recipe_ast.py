@@ -115,8 +115,10 @@ class _ClassVisitor(ast.NodeVisitor):
         self.recipe.methods.add(node.name)
         if node.name == "cmake_args":
             self._cmake_args(node)
-        # A missing binary must fail the test with a message, not as a TypeError on None.
-        for call in ast.walk(node):
+        # In a test, a missing binary must fail the test with a message, not as a TypeError on None.
+        # Elsewhere the recipe may handle None itself (detect_dev_src_change without git).
+        tests = node.name == "check" or node.name.startswith("test_")
+        for call in ast.walk(node) if tests else ():
             if isinstance(call, ast.Call) and _call_name(call) == "which":
                 required = _keyword(call, "required")
                 if not (isinstance(required, ast.Constant) and required.value is True):

@@ -15,7 +15,8 @@ from pathlib import Path
 CHECK = Path(__file__).with_name("check_spack_recipe.py")
 SOURCE = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).parents[2]).resolve()
 RECIPE = "spack/repo/spack_repo/dptrain/packages/dptrain/package.py"
-ENV = "spack/env/spack.yaml"
+ENV = "spack.yaml"
+SITE_ENV = "spack/site-externals/spack.yaml"
 
 
 class DriftIsCaught(unittest.TestCase):
@@ -25,7 +26,8 @@ class DriftIsCaught(unittest.TestCase):
         shutil.copy(SOURCE / "CMakeLists.txt", self.root)
         shutil.copy(SOURCE / "README.md", self.root)
         shutil.copytree(SOURCE / "cmake", self.root / "cmake")
-        shutil.copytree(SOURCE / "spack", self.root / "spack")
+        shutil.copy(SOURCE / ENV, self.root / ENV)
+        shutil.copytree(SOURCE / "spack", self.root / "spack", ignore=shutil.ignore_patterns(".spack-env", "spack.lock"))
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -96,17 +98,30 @@ class DriftIsCaught(unittest.TestCase):
         self.assert_fails_naming("not valid YAML")
 
     def test_readme_out_of_date(self):
-        self.edit("README.md", "spack env activate spack/env", "spack env activate .")
+        self.edit("README.md", "spack env activate .", "spack env activate spack/env")
         self.edit(ENV, "- openmpi ~fortran fabrics=ucx", "- openmpi ~fortran fabrics=ofi")
-        self.assert_fails_naming("spack env activate spack/env", "openmpi ~fortran fabrics=ofi")
+        self.assert_fails_naming("spack env activate .", "names spack/env", "openmpi ~fortran fabrics=ofi")
 
-    def test_environment_back_at_the_root(self):
-        shutil.copy(self.root / ENV, self.root / "spack.yaml")
-        self.assert_fails_naming("spack.yaml at the repository root")
+    def test_second_environment(self):
+        (self.root / "spack" / "env").mkdir()
+        shutil.copy(self.root / ENV, self.root / "spack" / "env" / "spack.yaml")
+        self.assert_fails_naming("spack/env/spack.yaml: a second environment")
 
     def test_develop_path_not_the_clone(self):
-        self.edit(ENV, "path: ../..", "path: .")
-        self.assert_fails_naming("develop:dptrain:path")
+        self.edit(ENV, "path: .", "path: spack")
+        self.assert_fails_naming("spack.yaml: develop:dptrain:path")
+
+    def test_repo_path_under_env(self):
+        self.edit(ENV, "dptrain: spack/repo/spack_repo/dptrain", "dptrain: $env/spack/repo/spack_repo/dptrain")
+        self.assert_fails_naming("not $env/")
+
+    def test_site_package_buildable(self):
+        self.edit(SITE_ENV, "openmpi:\n      buildable: false", "openmpi:\n      buildable: true")
+        self.assert_fails_naming("packages:openmpi must be an external")
+
+    def test_site_environment_elsewhere(self):
+        self.edit(SITE_ENV, "path: ../..", "path: ..")
+        self.assert_fails_naming("spack/site-externals/spack.yaml: develop:dptrain:path")
 
     def test_openmpi_cuda_and_fortran(self):
         self.edit(ENV, "- openmpi ~fortran", "- openmpi +cuda")

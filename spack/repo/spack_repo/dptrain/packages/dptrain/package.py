@@ -8,10 +8,11 @@ import os
 from spack_repo.builtin.build_systems.cmake import CMakePackage
 from spack_repo.builtin.build_systems.cuda import CudaPackage
 
+import spack.store
 from spack.package import *
 
-# Architectures that CUDA 13 and cuDNN 9.11 and later no longer support (Maxwell, Pascal, Volta); the
-# C4130's P100 (60) and V100 (70) are among them.
+# Architectures that CUDA 13 and cuDNN 9.11 and later no longer support (Maxwell, Pascal, Volta);
+# the C4130's P100 (60) and V100 (70) are among them.
 LEGACY_CUDA_ARCHS = ("50", "52", "53", "60", "61", "62", "70", "72")
 
 
@@ -19,10 +20,13 @@ class Dptrain(CMakePackage, CudaPackage):
     """Data-parallel training of convolutional networks on GPU clusters run by Slurm: MPI between
     nodes, NCCL inside them, cuDNN on GPUs and oneDNN on CPUs, HDF5 for data and checkpoints."""
 
-    # No release tarball is published yet. The environment in spack/env (spack.yaml) builds this
-    # recipe from the clone it sits in through its `develop:` section, so no fetch happens. When releases are published, add `url`, `git` and a sha256 to each version.
+    homepage = "https://github.com/dptrain/dptrain"
+    git = "https://github.com/dptrain/dptrain.git"
+
+    # Releases are git tags. The environments in this clone (spack.yaml, spack/site-externals)
+    # build from the clone through `develop:` instead, so nothing is fetched there.
     # The newest version here must equal project(dptrain VERSION ...) in CMakeLists.txt.
-    version("0.1.0")
+    version("0.1.0", tag="v0.1.0")
 
     # `cuda` and `cuda_arch` come from CudaPackage.
     variant(
@@ -45,7 +49,8 @@ class Dptrain(CMakePackage, CudaPackage):
     # incompatibly (primitive descriptors, post-ops). Spack's 2.x releases are 2.0, 2.1-rc, 2.5.2
     # and 2.7.3, so this picks 2.7.3.
     depends_on("onednn@2.6:2", type=("build", "link"))
-    depends_on("libjpeg-turbo@2:", type=("build", "link"))  # the TurboJPEG and libjpeg APIs, libturbojpeg.pc and libjpeg.pc
+    # The TurboJPEG and libjpeg APIs, libturbojpeg.pc and libjpeg.pc.
+    depends_on("libjpeg-turbo@2:", type=("build", "link"))
     depends_on("zlib-api", type=("build", "link"))
 
     # Header-only libraries: only the compiler sees them.
@@ -92,9 +97,9 @@ class Dptrain(CMakePackage, CudaPackage):
             self.define("DPTRAIN_SPACK_SPEC", spec.format("{name}{@version}{variants} {/hash:7}")),
         ]
         if spec.satisfies("+cuda"):
-            # The toolkit, cuDNN and NCCL of this spec, never a system CUDA in /usr/local/cuda: Spack's
-            # cuda sets CUDA_HOME and CUDAHOSTCXX but not CUDACXX, and cmake/Cuda.cmake would otherwise
-            # take /usr/local/cuda/bin/nvcc and find its libraries first.
+            # The toolkit, cuDNN and NCCL of this spec, never a system CUDA in /usr/local/cuda:
+            # Spack's cuda sets CUDA_HOME and CUDAHOSTCXX but not CUDACXX, and cmake/Cuda.cmake
+            # would otherwise take /usr/local/cuda/bin/nvcc and find its libraries first.
             cuda = spec["cuda"].prefix
             args += [
                 self.define("CMAKE_CUDA_ARCHITECTURES", spec.variants["cuda_arch"].value),
@@ -108,12 +113,49 @@ class Dptrain(CMakePackage, CudaPackage):
     def check(self):
         """Build-time tests (spack install --test=root): the unit tests. The MPI, end-to-end and
         GPU tests need mpiexec slots, Fashion-MNIST and a GPU, which a build node may not have."""
+        # Spack runs this on the CMake builder's adapter of the package: it has build_directory
+        # (a builder attribute) but no `builder`.
         if not self.spec.satisfies("+tests"):
             tty.warn("dptrain was built without +tests, so there are no tests to run")
             return
         ctest = Executable(self.spec["cmake"].prefix.bin.ctest)
-        with working_dir(self.builder.build_directory):
+        with working_dir(self.build_directory):
             ctest("--output-on-failure", "-L", "unit")
+
+    def detect_dev_src_change(self):
+        """Whether a develop build's sources changed since it was installed (Spack then rebuilds
+        it): a file git tracks, or would track, is newer than the install, or a tracked file is
+        gone. Spack's default looks at every file under the clone, where Spack itself writes the
+        environment's spack.lock, its view and the build-<arch>-<hash> links at each install, so
+        with it every `spack install` would rebuild dptrain. Outside a git clone the default
+        applies."""
+        source = self.spec.variants["dev_path"].value
+        git = which("git")
+        if git is None:
+            return super().detect_dev_src_change()
+        listing = git(
+            "-C",
+            source,
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            output=str,
+            error=os.devnull,
+            fail_on_error=False,
+        )
+        if git.returncode != 0:
+            return super().detect_dev_src_change()
+        _, record = spack.store.STORE.db.query_by_spec_hash(self.spec.dag_hash())
+        for name in filter(None, listing.split("\0")):
+            try:
+                # lstat: a tracked symlink counts as itself, and a dangling one is no error.
+                if os.lstat(os.path.join(source, name)).st_mtime > record.installation_time:
+                    return True
+            except FileNotFoundError:
+                return True  # deleted (or renamed) since the install
+        return False
 
     # Stand-alone tests (spack test run dptrain): the installed tree, as a user meets it.
     def test_version(self):
@@ -131,7 +173,9 @@ class Dptrain(CMakePackage, CudaPackage):
         assert backend in out, f"'{backend}' missing from dptrain info:\n{out}"
         if self.spec.satisfies("+cuda"):
             toolkit = f"nvcc {join_path(self.spec['cuda'].prefix.bin, 'nvcc')}"
-            assert toolkit in out, f"dptrain info does not name this spec's toolkit ({toolkit}):\n{out}"
+            assert (
+                toolkit in out
+            ), f"dptrain info does not name this spec's toolkit ({toolkit}):\n{out}"
 
     def test_installed_files(self):
         """the Slurm scripts and the documentation are installed"""
