@@ -3,6 +3,8 @@
 // and then its weights; every rank scores its slice of each batch and the sums are reduced, so the
 // result does not depend on the number of ranks.
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -13,6 +15,7 @@
 #include "distributed_options.hpp"
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
+#include "dptrain/ckpt/finite_state.hpp"
 #include "dptrain/core/json_line.hpp"
 #include "dptrain/data/loader.hpp"
 #include "dptrain/distributed/broadcast.hpp"
@@ -23,6 +26,7 @@
 #include "dptrain/train/shared_manifest.hpp"
 #include "dptrain/train/trainer.hpp"
 #include "eval_images.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -88,7 +92,7 @@ void check_classes(const ckpt::TrainingState& state, Net& net, const data::Manif
 void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Manifest& manifest, int ranks,
                 const Evaluation& e) {
   std::ofstream file(o.json);
-  DPTRAIN_CHECK(file.good(), "cannot write the evaluation result to '", o.json, "'");
+  DPTRAIN_CHECK(file.good(), "cannot write the evaluation result to '", o.json, "': ", std::strerror(errno));
   JsonLine j(file);
   j.field("checkpoint", m.path).field("model", m.model).field("step", m.step).field("dataset", manifest.name);
   j.field("data", o.data).field("split", o.split).field("world_size", ranks).field("batch_size", o.batch);
@@ -96,7 +100,7 @@ void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Mani
   j.field("seconds", e.seconds);
   j.close();
   file.flush();
-  DPTRAIN_CHECK(file.good(), "writing the evaluation result to '", o.json, "' failed");
+  DPTRAIN_CHECK(file.good(), "writing the evaluation result to '", o.json, "' failed: ", std::strerror(errno));
 }
 
 int run_eval(const EvalOptions& o) {
@@ -105,12 +109,18 @@ int run_eval(const EvalOptions& o) {
   DPTRAIN_CHECK(!o.data.empty(), "give --data (a dataset to score) or --images and --logits");
   distributed::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
-  manifest.split(o.split);  // an unknown split is an error naming the known ones, before any work
+  // An unknown split is an error naming the known ones, before any work; a batch larger than the
+  // split is refused before a net of that size is built.
+  const std::int64_t split_samples = manifest.split(o.split).samples;
+  DPTRAIN_CHECK(o.batch <= split_samples, "--batch-size ", o.batch, " is larger than split '", o.split, "' of ",
+                o.data, ", which holds ", split_samples, " samples; give at most ", split_samples);
 
   std::optional<ckpt::TrainingState> state;
   CheckpointModel m;
   if (job.is_root()) {
-    state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
+    const std::string path = ckpt::resolve_checkpoint_path(o.checkpoint);
+    state = ckpt::read_checkpoint(path);
+    ckpt::require_finite(*state, path);  // a diverged net's score means nothing, as resume refuses it
     m = describe(*state);
   }
   distributed::broadcast_record(m, comm);
@@ -182,7 +192,7 @@ Command add_eval_command(CLI::App& app) {
       ->needs(images);
   images->needs(cmd->get_option("--logits"));
   cmd->add_option("--batch-size", o->batch, "Images per step on each rank (with --images: per forward pass)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--split", o->split, "The split to score")->capture_default_str();
   add_loader_threads_option(cmd, o->threads);
