@@ -9,6 +9,7 @@ namespace dptrain::app {
 namespace {
 // The number in a bound, as a person writes it: 1, 0.5, 1e+06 (never 309 digits).
 std::string number(double x) {
+  if (x == std::floor(x) && std::fabs(x) < 1e15) return std::to_string(static_cast<long long>(x));
   std::ostringstream s;
   s << x;
   return s.str();

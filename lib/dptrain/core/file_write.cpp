@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -17,6 +18,10 @@ void throw_errno_error(const char* call, const std::string& path) {
 }
 
 void write_all(int fd, std::string_view bytes, const std::string& path) {
+  // Under a file-size limit (ulimit -f) the write that crosses it raises SIGXFSZ, which kills the
+  // process with a half-written temporary behind; ignored, the write fails with EFBIG and is named.
+  // Set here, at every write, since an MPI start-up may have restored the default after main's.
+  if (std::signal(SIGXFSZ, SIG_IGN) == SIG_ERR) throw_errno_error("signal(SIGXFSZ)", path);
   std::size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
