@@ -89,13 +89,13 @@ void check_classes(const ckpt::TrainingState& state, Net& net, const data::Manif
   }
 }
 
-void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Manifest& manifest, int ranks,
+void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Manifest& manifest, int ranks, int batch,
                 const Evaluation& e) {
   std::ofstream file(o.json);
   DPTRAIN_CHECK(file.good(), "cannot write the evaluation result to '", o.json, "': ", std::strerror(errno));
   JsonLine j(file);
   j.field("checkpoint", m.path).field("model", m.model).field("step", m.step).field("dataset", manifest.name);
-  j.field("data", o.data).field("split", o.split).field("world_size", ranks).field("batch_size", o.batch);
+  j.field("data", o.data).field("split", o.split).field("world_size", ranks).field("batch_size", batch);
   j.field("samples", e.samples).field("loss", e.loss).field("top1", e.top1).field("top5", e.top5);
   j.field("seconds", e.seconds);
   j.close();
@@ -109,11 +109,11 @@ int run_eval(const EvalOptions& o) {
   DPTRAIN_CHECK(!o.data.empty(), "give --data (a dataset to score) or --images and --logits");
   distributed::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
-  // An unknown split is an error naming the known ones, before any work; a batch larger than the
-  // split is refused before a net of that size is built.
+  // An unknown split is an error naming the known ones, before any work. A batch larger than the
+  // split would be only padding: it is cut to the split before a net of that size is built (the
+  // score is the same at every batch size), so --batch-size 1000000000 allocates nothing absurd.
   const std::int64_t split_samples = manifest.split(o.split).samples;
-  DPTRAIN_CHECK(o.batch <= split_samples, "--batch-size ", o.batch, " is larger than split '", o.split, "' of ",
-                o.data, ", which holds ", split_samples, " samples; give at most ", split_samples);
+  const int batch = static_cast<int>(std::min<std::int64_t>(o.batch, std::max<std::int64_t>(split_samples, 1)));
 
   std::optional<ckpt::TrainingState> state;
   CheckpointModel m;
@@ -127,7 +127,7 @@ int run_eval(const EvalOptions& o) {
 
   auto backend = make_backend(o.device, job);
   ModelConfig config;
-  config.batch = o.batch;
+  config.batch = batch;
   config.channels = manifest.channels;
   config.image_size = m.crop > 0 ? m.crop : std::min(manifest.height, manifest.width);
   config.classes = manifest.class_count();
@@ -145,7 +145,7 @@ int run_eval(const EvalOptions& o) {
 
   data::LoaderConfig cfg;
   cfg.split = o.split;
-  cfg.batch = o.batch;
+  cfg.batch = batch;
   cfg.rank = job.rank();
   cfg.world_size = job.size();
   cfg.training = false;
@@ -161,14 +161,14 @@ int run_eval(const EvalOptions& o) {
               << config.channels << ", " << config.classes << " classes)\n"
               << std::setw(12) << "step" << m.step << "\n"
               << std::setw(12) << "split" << o.split << " of " << manifest.name << " (" << o.data << "), " << job.size()
-              << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << o.batch << ", " << backend->name() << ", "
+              << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << batch << ", " << backend->name() << ", "
               << o.device.precision << "\n"
               << std::setw(12) << "samples" << e.samples << "\n"
               << std::fixed << std::setprecision(4) << std::setw(12) << "loss" << e.loss << "\n"
               << std::setw(12) << "top-1" << e.top1 << "\n"
               << std::setw(12) << "top-5" << e.top5 << "\n"
               << std::setprecision(1) << std::setw(12) << "seconds" << e.seconds << "\n";
-    if (!o.json.empty()) write_json(o, m, manifest, job.size(), e);
+    if (!o.json.empty()) write_json(o, m, manifest, job.size(), batch, e);
   }
   return 0;
 }

@@ -107,6 +107,17 @@ try:
     check(train + ["--steps", "1", "--batch-size", "4", "--lr", "0.01", "--checkpoint-dir", ck, "--checkpoint-every",
                    "1"], "a first checkpoint")
     first = open(f"{ck}/latest").read()
+    # Class 3: the validation split (9 samples) scored at batch sizes that do not divide it, and one
+    # far larger than it, gives the same loss and top-k to the printed digits.
+    scores = {}
+    for batch in ("1", "2", "4", "7", "9", "64", "1000000000"):
+        code, out = run(["eval", "--checkpoint", ck, "--data", data, "--batch-size", batch, "--threads", "1"],
+                        f"eval --batch-size {batch}", timeout=120)
+        scores[batch] = [l.split()[-1] for l in out.splitlines() if l.split()[:1] in (["loss"], ["top-1"], ["top-5"])]
+        if code != 0 or len(scores[batch]) != 3:
+            failures.append(f"eval --batch-size {batch}: exit {code}:\n{out[-2000:]}")
+    if len(set(map(tuple, scores.values()))) != 1:
+        failures.append(f"eval scores differ with the batch size: {scores}")
     size = os.path.getsize(glob.glob(f"{ck}/ckpt-*.h5")[0])
     for limit in (4096, size // 2):
         refused(train + ["--steps", "2", "--batch-size", "4", "--lr", "0.01", "--checkpoint-dir", ck, "--resume", "auto",
