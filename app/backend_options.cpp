@@ -1,4 +1,5 @@
 #include "backend_options.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 
@@ -9,7 +10,7 @@ void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale)
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--device", o.device, "GPU ordinal for --backend cuda (default: the rank's local index on its node)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->group(group);
   cmd->add_option("--precision", o.precision,
                   "fp32, or bf16/fp16: activations and compute copies of the weights in 16 bits on tensor cores, "

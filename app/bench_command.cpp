@@ -21,6 +21,7 @@
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
 #include "dptrain/train/trainer.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -191,13 +192,13 @@ Command add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
   cmd->add_option("--batch-size", o->batch, "Images per step on each rank")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
-  cmd->add_option("--steps", o->steps, "Timed steps")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--warmup", o->warmup, "Untimed steps first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Timed steps")->check(at_least(1))->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "Untimed steps first")->check(at_least(0))->capture_default_str();
   cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--classes", o->classes, "Number of classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
+      ->check(at_least(1));
+  cmd->add_option("--classes", o->classes, "Number of classes")->check(in_range(2, 1 << 20))->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights and the synthetic data")->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the result as JSON to this file (rank 0)");
   add_distributed_options(cmd, o->dist);

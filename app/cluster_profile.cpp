@@ -1,5 +1,7 @@
 #include "cluster_profile.hpp"
 
+#include <cstring>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -7,13 +9,14 @@
 #include <regex>
 
 #include "dptrain/core/error.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
 // The `: "${NAME:=VALUE}"` defaults of a partition profile (the form every profile uses), by name.
 std::map<std::string, std::string> read_profile(const std::string& path) {
   std::ifstream in(path);
-  DPTRAIN_CHECK(in.good(), "cannot read the profile '", path, "'");
+  DPTRAIN_CHECK(in.good(), "cannot read the profile '", path, "': ", std::strerror(errno));
   static const std::regex line_form(R"re(^\s*:\s*"\$\{([A-Z0-9_]+):=([^}"]*)\}")re");
   std::map<std::string, std::string> values;
   std::string line;
@@ -52,13 +55,14 @@ double profile_number(const std::map<std::string, std::string>& profile, const s
 void add_link_options(CLI::App* cmd, LinkOptions& o) {
   cmd->add_option("--profile", o.profile,
                   "Partition profile with the link figures (slurm/partitions/c4130-g.env: DPTRAIN_PREDICT_*)");
-  cmd->add_option("--gpus-per-node", o.gpus_per_node, "GPUs a node (default: the profile's, else 4)");
-  cmd->add_option("--intra-gbps", o.intra_gbps, "Bus bandwidth of an allreduce inside a node, GB/s");
-  cmd->add_option("--intra-latency-us", o.intra_latency_us, "Latency of a ring step inside a node, us");
-  cmd->add_option("--inter-gbps", o.inter_gbps, "Bus bandwidth of an allreduce between nodes, GB/s");
-  cmd->add_option("--inter-latency-us", o.inter_latency_us, "Latency of a ring step between nodes, us");
-  cmd->add_option("--loader-rate", o.loader_rate, "Images/s one loader thread delivers (0: never the bound)");
-  cmd->add_option("--loader-threads", o.loader_threads, "Loader threads per GPU (default: the profile's cores - 1)");
+  cmd->add_option("--gpus-per-node", o.gpus_per_node, "GPUs a node (default: the profile's, else 4)")->check(in_range(1, 1 << 16));
+  cmd->add_option("--intra-gbps", o.intra_gbps, "Bus bandwidth of an allreduce inside a node, GB/s")->check(above_zero());
+  cmd->add_option("--intra-latency-us", o.intra_latency_us, "Latency of a ring step inside a node, us")->check(at_least(0));
+  cmd->add_option("--inter-gbps", o.inter_gbps, "Bus bandwidth of an allreduce between nodes, GB/s")->check(above_zero());
+  cmd->add_option("--inter-latency-us", o.inter_latency_us, "Latency of a ring step between nodes, us")->check(at_least(0));
+  cmd->add_option("--loader-rate", o.loader_rate, "Images/s one loader thread delivers (0: never the bound)")->check(at_least(0));
+  cmd->add_option("--loader-threads", o.loader_threads, "Loader threads per GPU (default: the profile's cores - 1)")
+      ->check(in_range(1, 1 << 16));
 }
 
 distributed::ClusterModel cluster_from(const LinkOptions& o) {

@@ -9,6 +9,7 @@
 #include "datasets/imagenet.hpp"
 #include "datasets/synth.hpp"
 #include "datasets/verify.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -70,13 +71,13 @@ Command add_data_command(CLI::App& app) {
   imagenet->add_option("SRC", in.source, "The ImageNet folder holding train/ and val/")->required();
   imagenet->add_option("OUT", in.output, "The dataset directory to write")->required();
   imagenet->add_option("--size", in.size, "Stored height and width in pixels")
-      ->check(CLI::Range(1, 8192))
+      ->check(in_range(1, 8192))
       ->capture_default_str();
   imagenet->add_option("--shards", in.train_shards, "Shards of the train split")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   imagenet->add_option("--val-shards", in.validation_shards, "Shards of the validation split")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   imagenet
       ->add_option("--encoding", in.encoding,
@@ -85,7 +86,7 @@ Command add_data_command(CLI::App& app) {
       ->check(CLI::IsMember({"raw", "jpeg"}))
       ->capture_default_str();
   imagenet->add_option("--jobs", in.jobs, "Threads per rank (default: the node's cores divided among its ranks)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
 
   auto* fashion = convert->add_subcommand(
       "fashion-mnist", std::string("Convert Fashion-MNIST's IDX files (default SRC: ") +
@@ -96,10 +97,10 @@ Command add_data_command(CLI::App& app) {
       ->expected(1, 2)
       ->required();
   fashion->add_option("--shards", o->fashion.train_shards, "Shards of the train split")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   fashion->add_option("--val-shards", o->fashion.validation_shards, "Shards of the validation (test) split")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
 
   auto* synth = data->add_subcommand(
@@ -108,11 +109,11 @@ Command add_data_command(CLI::App& app) {
       "plus noise) to try 'data convert imagenet' and training without ImageNet");
   auto& sy = o->synth;
   synth->add_option("OUT", sy.output, "The folder to write (train/, val/, LOC_synset_mapping.txt)")->required();
-  synth->add_option("--classes", sy.classes, "Number of classes")->required()->check(CLI::Range(2, 100000));
-  synth->add_option("--per-class", sy.per_class, "Train images per class")->required()->check(CLI::PositiveNumber);
-  synth->add_option("--size", sy.size, "Shorter side of the images in pixels")->required()->check(CLI::Range(8, 4096));
+  synth->add_option("--classes", sy.classes, "Number of classes")->required()->check(in_range(2, 100000));
+  synth->add_option("--per-class", sy.per_class, "Train images per class")->required()->check(at_least(1));
+  synth->add_option("--size", sy.size, "Shorter side of the images in pixels")->required()->check(in_range(8, 4096));
   synth->add_option("--val-per-class", sy.val_per_class, "Validation images per class")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   synth->add_option("--seed", sy.seed, "Seed of the patterns and noise")->capture_default_str();
 

@@ -1,4 +1,5 @@
 #include "distributed_options.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 
@@ -6,7 +7,7 @@ void add_loader_threads_option(CLI::App* cmd, int& threads) {
   cmd->add_option("--loader-threads,--threads", threads,
                   "Data loading threads per rank (default: the cores of the rank's CPU set that its compute "
                   "threads leave free, at least 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
 }
 
 void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {
@@ -20,10 +21,10 @@ void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {
   cmd->add_option("--ranks-per-node", o.ranks_per_node,
                   "Treat each block of K consecutive ranks as one node (default: nodes from SLURMD_NODENAME or the "
                   "host name)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->group(group);
   cmd->add_option("--bucket-mb", o.bucket_mb, "Gradients reduced together, in MB (reverse layer order)")
-      ->check(CLI::PositiveNumber)
+      ->check(above_zero())
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--overlap", o.overlap,

@@ -3,6 +3,8 @@
 // and then its weights; every rank scores its slice of each batch and the sums are reduced, so the
 // result does not depend on the number of ranks.
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -13,6 +15,7 @@
 #include "distributed_options.hpp"
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
+#include "dptrain/ckpt/finite_state.hpp"
 #include "dptrain/core/json_line.hpp"
 #include "dptrain/data/loader.hpp"
 #include "dptrain/distributed/broadcast.hpp"
@@ -23,6 +26,7 @@
 #include "dptrain/train/shared_manifest.hpp"
 #include "dptrain/train/trainer.hpp"
 #include "eval_images.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -85,18 +89,18 @@ void check_classes(const ckpt::TrainingState& state, Net& net, const data::Manif
   }
 }
 
-void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Manifest& manifest, int ranks,
+void write_json(const EvalOptions& o, const CheckpointModel& m, const data::Manifest& manifest, int ranks, int batch,
                 const Evaluation& e) {
   std::ofstream file(o.json);
-  DPTRAIN_CHECK(file.good(), "cannot write the evaluation result to '", o.json, "'");
+  DPTRAIN_CHECK(file.good(), "cannot write the evaluation result to '", o.json, "': ", std::strerror(errno));
   JsonLine j(file);
   j.field("checkpoint", m.path).field("model", m.model).field("step", m.step).field("dataset", manifest.name);
-  j.field("data", o.data).field("split", o.split).field("world_size", ranks).field("batch_size", o.batch);
+  j.field("data", o.data).field("split", o.split).field("world_size", ranks).field("batch_size", batch);
   j.field("samples", e.samples).field("loss", e.loss).field("top1", e.top1).field("top5", e.top5);
   j.field("seconds", e.seconds);
   j.close();
   file.flush();
-  DPTRAIN_CHECK(file.good(), "writing the evaluation result to '", o.json, "' failed");
+  DPTRAIN_CHECK(file.good(), "writing the evaluation result to '", o.json, "' failed: ", std::strerror(errno));
 }
 
 int run_eval(const EvalOptions& o) {
@@ -105,19 +109,25 @@ int run_eval(const EvalOptions& o) {
   DPTRAIN_CHECK(!o.data.empty(), "give --data (a dataset to score) or --images and --logits");
   distributed::Communicator& comm = job.communicator();
   const data::Manifest manifest = read_manifest(o.data, comm);
-  manifest.split(o.split);  // an unknown split is an error naming the known ones, before any work
+  // An unknown split is an error naming the known ones, before any work. A batch larger than the
+  // split would be only padding: it is cut to the split before a net of that size is built (the
+  // score is the same at every batch size), so --batch-size 1000000000 allocates nothing absurd.
+  const std::int64_t split_samples = manifest.split(o.split).samples;
+  const int batch = static_cast<int>(std::min<std::int64_t>(o.batch, std::max<std::int64_t>(split_samples, 1)));
 
   std::optional<ckpt::TrainingState> state;
   CheckpointModel m;
   if (job.is_root()) {
-    state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
+    const std::string path = ckpt::resolve_checkpoint_path(o.checkpoint);
+    state = ckpt::read_checkpoint(path);
+    ckpt::require_finite(*state, path);  // a diverged net's score means nothing, as resume refuses it
     m = describe(*state);
   }
   distributed::broadcast_record(m, comm);
 
   auto backend = make_backend(o.device, job);
   ModelConfig config;
-  config.batch = o.batch;
+  config.batch = batch;
   config.channels = manifest.channels;
   config.image_size = m.crop > 0 ? m.crop : std::min(manifest.height, manifest.width);
   config.classes = manifest.class_count();
@@ -135,7 +145,7 @@ int run_eval(const EvalOptions& o) {
 
   data::LoaderConfig cfg;
   cfg.split = o.split;
-  cfg.batch = o.batch;
+  cfg.batch = batch;
   cfg.rank = job.rank();
   cfg.world_size = job.size();
   cfg.training = false;
@@ -151,14 +161,14 @@ int run_eval(const EvalOptions& o) {
               << config.channels << ", " << config.classes << " classes)\n"
               << std::setw(12) << "step" << m.step << "\n"
               << std::setw(12) << "split" << o.split << " of " << manifest.name << " (" << o.data << "), " << job.size()
-              << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << o.batch << ", " << backend->name() << ", "
+              << " rank" << (job.size() == 1 ? "" : "s") << " x batch " << batch << ", " << backend->name() << ", "
               << o.device.precision << "\n"
               << std::setw(12) << "samples" << e.samples << "\n"
               << std::fixed << std::setprecision(4) << std::setw(12) << "loss" << e.loss << "\n"
               << std::setw(12) << "top-1" << e.top1 << "\n"
               << std::setw(12) << "top-5" << e.top5 << "\n"
               << std::setprecision(1) << std::setw(12) << "seconds" << e.seconds << "\n";
-    if (!o.json.empty()) write_json(o, m, manifest, job.size(), e);
+    if (!o.json.empty()) write_json(o, m, manifest, job.size(), batch, e);
   }
   return 0;
 }
@@ -182,7 +192,7 @@ Command add_eval_command(CLI::App& app) {
       ->needs(images);
   images->needs(cmd->get_option("--logits"));
   cmd->add_option("--batch-size", o->batch, "Images per step on each rank (with --images: per forward pass)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   cmd->add_option("--split", o->split, "The split to score")->capture_default_str();
   add_loader_threads_option(cmd, o->threads);

@@ -9,6 +9,7 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/durable_io.hpp"
+#include "dptrain/ckpt/finite_state.hpp"
 #include "dptrain/interop/safetensors.hpp"
 #include "dptrain/interop/weights.hpp"
 #include "dptrain/net/models/registry.hpp"
@@ -34,7 +35,9 @@ int run_eval_images(const EvalImagesOptions& o, distributed::Job& job) {
   DPTRAIN_CHECK(job.size() == 1, "eval --images runs on one process, not ", job.size());
   DPTRAIN_CHECK(o.batch > 0, "eval --images: --batch-size must be positive, not ", o.batch);
   ckpt::check_new_file(o.logits, "dptrain eval --images");
-  const ckpt::TrainingState state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
+  const std::string path = ckpt::resolve_checkpoint_path(o.checkpoint);
+  const ckpt::TrainingState state = ckpt::read_checkpoint(path);
+  ckpt::require_finite(state, path);
   const TrainingRunConfig stored = parse_stored_configuration(state.configuration, state.source + " configuration");
   const Tensor images = read_images(o.images);
   const std::int64_t count = images.shape()[0];

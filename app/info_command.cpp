@@ -11,6 +11,7 @@
 #include "dptrain/core/check_hdf5.hpp"
 #include "dptrain/core/check_mpi.hpp"
 #include "dptrain/distributed/job.hpp"
+#include "option_checks.hpp"
 
 #if DPTRAIN_HAVE_CUDA
 #include "dptrain/backend/cuda/device_query.hpp"
@@ -52,7 +53,7 @@ Command add_info_command(CLI::App& app) {
                                  "sees and, under srun or mpiexec, the map of ranks to nodes, GPUs and CPUs");
   auto options = std::make_shared<distributed::JobOptions>();
   cmd->add_option("--ranks-per-node", options->ranks_per_node, "Treat each block of K consecutive ranks as one node")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least(0));
   return [options] { return run_info(*options); };
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_summary.hpp"
@@ -53,7 +54,7 @@ void print_human(const nlohmann::json& j, const ckpt::TrainingState& state) {
   std::printf("loss scale       %g\n", j["loss_scale"].get<double>());
   std::printf("dptrain version  %s\n", j["dptrain_version"].get<std::string>().c_str());
   const auto& c = j["configuration"];
-  std::printf("configuration    %s\n", (c.is_string() ? c.get<std::string>() : c.dump()).c_str());
+  std::printf("configuration    %s\n", (c.is_string() ? c.get<std::string>() : json_text(c)).c_str());
   std::printf("\nprogress (/progress attributes):\n");
   for (const NamedFieldValue& f : field_values(state.progress)) {
     std::printf("  %-24s %s\n", f.name.c_str(), field_value_text(f.value).c_str());
@@ -69,7 +70,7 @@ int inspect_checkpoint(const std::string& path, bool json) {
   const ckpt::TrainingState state = ckpt::read_checkpoint(file);
   const nlohmann::json j = ckpt::checkpoint_summary(state, std::filesystem::file_size(file));
   if (json) {
-    std::cout << j.dump() << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     print_human(j, state);
   }

@@ -7,10 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/core/byte_size.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "inspect_checkpoint.hpp"
 #include "memory_report.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -59,7 +61,7 @@ int run_inspect(const InspectOptions& o) {
                      {"parameters", net->parameter_count()},
                      {"forward_flops_per_image", net->flops_per_sample()},
                      {"memory", to_json(memory)}};
-    std::cout << j.dump() << "\n";
+    std::cout << json_text(j) << "\n";
     return 0;
   }
   std::cout << o.model << ": input " << input.to_string() << ", " << o.classes << " classes\n";
@@ -92,8 +94,8 @@ Command add_inspect_command(CLI::App& app) {
   auto* list = cmd->add_flag("--list", o->list, "List the models");
   checkpoint->excludes(model)->excludes(list);
   cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--classes", o->classes, "Number of classes")->check(CLI::Range(2, 1 << 20))->capture_default_str();
+      ->check(at_least(1));
+  cmd->add_option("--classes", o->classes, "Number of classes")->check(in_range(2, 1 << 20))->capture_default_str();
   cmd->add_flag("--no-aux", o->no_aux, "Leave out the auxiliary classifiers (GoogLeNet, Inception-V3)");
   cmd->add_flag("--json", o->json, "Print a JSON summary instead of the table (of the model or the checkpoint)");
   for (CLI::Option* option : add_memory_query_options(cmd, o->memory)) {

@@ -1,6 +1,7 @@
 // dptrain: the command line. Subcommands live in their own files; this one dispatches and turns any
 // dptrain::Error into one clear line on stderr and a non-zero exit (on every rank of the job).
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -23,6 +24,10 @@ int fail(const std::string& message) {
 int main(int argc, char** argv) {
   // Before MPI_Init, which then leaves these handlers in place: a crashing rank names itself and where.
   dptrain::install_crash_reporter();
+  // A file-size limit (ulimit -f) then fails the write(2) that crosses it with EFBIG, which the
+  // writer reports naming the file ("File too large") and cleans up after, instead of SIGXFSZ
+  // killing the process with a half-written temporary behind.
+  if (std::signal(SIGXFSZ, SIG_IGN) == SIG_ERR) std::cerr << "dptrain: warning: cannot ignore SIGXFSZ\n";
   // Under srun stdout is a pipe, which C buffers in 4 KiB blocks: log lines would reach the job's
   // output late, and a crash would lose the last ones. One line at a time costs nothing here.
   if (std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ) != 0) std::cerr << "dptrain: warning: cannot line-buffer stdout\n";

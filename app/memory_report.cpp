@@ -3,6 +3,7 @@
 #include <iomanip>
 
 #include "dptrain/core/byte_size.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 
@@ -10,7 +11,7 @@ std::vector<CLI::Option*> add_memory_query_options(CLI::App* cmd, MemoryQuery& q
   const char* group = "Memory (with --model)";
   std::vector<CLI::Option*> added{
       cmd->add_option("--batch-size", q.batch, "Images per rank for the memory figures")
-          ->check(CLI::Range(std::int64_t{1}, kMaxBatch))
+          ->check(in_range(1, static_cast<double>(kMaxBatch)))
           ->capture_default_str(),
       cmd->add_option("--precision", q.precision, "Activation arithmetic: fp32, bf16 or fp16")
           ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
@@ -24,7 +25,7 @@ std::vector<CLI::Option*> add_memory_query_options(CLI::App* cmd, MemoryQuery& q
                       "Also print the largest batch per rank that fits this much memory (16GiB for a P100, 141GiB "
                       "for an H200)"),
       cmd->add_option("--ranks", q.ranks, "Ranks in the job (2 or more adds the gradient buckets)")
-          ->check(CLI::PositiveNumber)
+          ->check(at_least(1))
           ->capture_default_str(),
       cmd->add_flag("--inference", q.inference, "The forward-only plan that dptrain eval uses instead of training's")};
   for (CLI::Option* o : added) o->group(group);

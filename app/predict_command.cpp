@@ -1,5 +1,7 @@
 // dptrain predict: the images/sec, speedup and efficiency a model should reach on 1..N GPUs, from one
 // GPU's compute time, the model's gradient buckets and a cluster's links (distributed/scaling_model.hpp).
+#include <cstring>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -12,12 +14,15 @@
 
 #include "cluster_profile.hpp"
 #include "commands.hpp"
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/backend/backend.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/distributed/scaling_model.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/gradient_timing.hpp"
+#include "json_counts.hpp"
 #include "link_measurement.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -69,18 +74,19 @@ ClusterModel cluster_of(const PredictOptions& o, const std::optional<MeasuredLin
 double seconds_per_image(const PredictOptions& o) {
   if (!o.bench.empty()) {
     std::ifstream in(o.bench);
-    DPTRAIN_CHECK(in.good(), "cannot read the bench result '", o.bench, "'");
+    DPTRAIN_CHECK(in.good(), "cannot read the bench result '", o.bench, "': ", std::strerror(errno));
     const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
     DPTRAIN_CHECK(j.is_object() && j.contains("images_per_sec") && j["images_per_sec"].is_number() &&
                       j.contains("world_size") && j["world_size"].is_number_integer(),
                   "'", o.bench, "' is not a `dptrain bench --json` result (images_per_sec, world_size)");
+    const std::int64_t world_size = json_count(j, "world_size", "'" + o.bench + "'", 1, kMaxResultGpus).value();
     // A bench of several ranks says how long its slowest rank computed a step before it waited for
     // gradients; its rate alone would include their communication.
     // (On GPUs that figure can include waiting for the others' first buckets, so only a CPU bench of
     // several ranks, or a bench of one, is taken.)
     const bool cpu =
         j.contains("backend") && j["backend"].is_string() && j["backend"].get<std::string>().rfind("cpu", 0) == 0;
-    if ((cpu || j["world_size"].get<int>() == 1) && j.contains("compute_seconds_per_step") &&
+    if ((cpu || world_size == 1) && j.contains("compute_seconds_per_step") &&
         j["compute_seconds_per_step"].is_number() && j.contains("batch_size") && j["batch_size"].is_number() &&
         j["batch_size"].get<double>() > 0) {
       const double compute = j["compute_seconds_per_step"].get<double>();
@@ -92,7 +98,7 @@ double seconds_per_image(const PredictOptions& o) {
       }
       return compute / j["batch_size"].get<double>();
     }
-    DPTRAIN_CHECK(j["world_size"].get<int>() == 1, "'", o.bench, "' was measured on ", j["world_size"].get<int>(),
+    DPTRAIN_CHECK(world_size == 1, "'", o.bench, "' was measured on ", world_size,
                   " ranks (on GPUs, or without compute_seconds_per_step): its rate includes their communication; "
                   "give a 1-rank bench");
     if (j.contains("model") && j["model"].is_string()) {
@@ -240,7 +246,7 @@ int run_predict(const PredictOptions& o) {
                   {"measured", measured.has_value()}};
     for (const auto& r : rows) j["rows"].push_back(row_json(r, reference));
     std::ofstream out(o.json);
-    out << j.dump(2) << "\n";
+    out << json_text(j, 2) << "\n";
     DPTRAIN_CHECK(out.good(), "cannot write '", o.json, "'");
   }
   if (!o.csv.empty()) {
@@ -267,34 +273,43 @@ Command add_predict_command(CLI::App& app) {
       "Predict images/sec, speedup and efficiency on 1..N GPUs from one GPU's rate, the model's gradient "
       "buckets and the cluster's links (compute, exposed communication and data time per step)");
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
-  cmd->add_option("--gpus", o->gpus, "GPU counts to predict")->delimiter(',')->capture_default_str();
+  cmd->add_option("--gpus", o->gpus, "GPU counts to predict")->delimiter(',')->check(in_range(1, 1 << 20))->capture_default_str();
   cmd->add_option("--batch-size", o->batch,
                   "Images per step on each GPU (weak scaling): one value, or one per --gpus entry")
       ->delimiter(',')
+      ->check(above_zero())
       ->capture_default_str();
   cmd->add_option("--global-batch", o->global_batch,
                   "Strong scaling instead: the images of a step over all GPUs, one value or one per --gpus entry")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(above_zero());
   cmd->add_option("--images-per-second", o->images_per_second,
-                  "One GPU's training rate (forward and backward, no communication), images/s");
+                  "One GPU's training rate (forward and backward, no communication), images/s")
+      ->check(above_zero());
   cmd->add_option("--bench", o->bench, "Or the result of a 1-rank 'dptrain bench --json' of the model");
   add_link_options(cmd, o->links);
   cmd->add_option("--allreduce", o->allreduce,
                   "auto (hierarchical on several nodes of several GPUs), flat or hierarchical")
       ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))
       ->capture_default_str();
-  cmd->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket size, MB (as dptrain train)")->capture_default_str();
+  cmd->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket size, MB (as dptrain train)")
+      ->check(above_zero())
+      ->capture_default_str();
   cmd->add_flag("--no-overlap", o->no_overlap, "Reduce every bucket after the backward pass");
-  cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)");
-  cmd->add_option("--classes", o->classes, "Number of classes")->capture_default_str();
+  cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")
+      ->check(in_range(1, 1 << 16));
+  cmd->add_option("--classes", o->classes, "Number of classes")->check(in_range(2, 1 << 20))->capture_default_str();
   cmd->add_flag("--no-aux", o->no_aux, "Without the auxiliary classifiers");
   cmd->add_flag("--measure", o->measure,
                 "Measure the links in this job instead (under srun or mpiexec: an MPI allreduce among the ranks of a "
                 "node, then among one rank a node), and predict with them; GPUs a node = ranks a node");
-  cmd->add_option("--measure-mb", o->measure_mb, "The large message of --measure, MB")->capture_default_str();
+  cmd->add_option("--measure-mb", o->measure_mb, "The large message of --measure, MB")
+      ->check(above_zero())
+      ->capture_default_str();
   cmd->add_option("--ranks-per-node", o->job.ranks_per_node,
                   "Treat each block of K consecutive ranks as one node (--measure; default: nodes from "
-                  "SLURMD_NODENAME or the host name)");
+                  "SLURMD_NODENAME or the host name)")
+      ->check(at_least(0));
   cmd->add_option("--json", o->json, "Also write the prediction as JSON to this file");
   cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file");
   return [o] { return run_predict(*o); };

@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "dptrain/core/error.hpp"
 #include "scaling_report.hpp"
+#include "option_checks.hpp"
 
 extern char** environ;
 
@@ -115,7 +116,9 @@ Command add_report_command(CLI::App& app) {
   cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file");
   cmd->add_option("--plot", o->plot, "Also draw speedup against GPUs into this PNG file (needs gnuplot)");
   add_link_options(cmd, o->links);
-  cmd->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket size of the prediction, MB")->capture_default_str();
+  cmd->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket size of the prediction, MB")
+      ->check(above_zero())
+      ->capture_default_str();
   cmd->footer(
       "The speedup of n GPUs is images/sec(n) over the per-GPU images/sec of the model's smallest GPU count (the plain "
       "ratio over 1 GPU when a 1-GPU run is given); efficiency is speedup / n. Runs with the same model and GPU count "

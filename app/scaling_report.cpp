@@ -1,9 +1,12 @@
 #include "scaling_report.hpp"
 
+#include <cstring>
+#include <cerrno>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -13,6 +16,7 @@
 #include "dptrain/core/error.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/gradient_timing.hpp"
+#include "json_counts.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -35,10 +39,10 @@ std::optional<ScalingSample> sample_from(const json& j, const std::string& where
   const json& model = need("model");
   DPTRAIN_CHECK(model.is_string(), where, ": the field 'model' is not a string");
   s.model = model.get<std::string>();
-  const json& gpus = j.contains("gpus") ? j["gpus"] : need("world_size");
-  DPTRAIN_CHECK(gpus.is_number_integer() && gpus.get<int>() > 0, where,
-                ": the field 'world_size' is not a positive integer");
-  s.gpus = gpus.get<int>();
+  // The GPU count as the result names it: "gpus", else "world_size"; 64-bit and bounded, never cut.
+  const std::string gpus_key = j.contains("gpus") ? "gpus" : "world_size";
+  need(gpus_key.c_str());
+  s.gpus = static_cast<int>(json_count(j, gpus_key, where, 1, kMaxResultGpus).value());
   const json& rate = need(rate_key.c_str());
   DPTRAIN_CHECK(rate.is_number() && rate.get<double>() > 0 && std::isfinite(rate.get<double>()), where, ": the field '",
                 rate_key, "' is not a positive number");
@@ -48,8 +52,11 @@ std::optional<ScalingSample> sample_from(const json& j, const std::string& where
     return j.contains(key) && j[key].is_number() && j[key].get<double>() > 0 ? j[key].get<double>() : 0.0;
   };
   s.batch = optional_number("batch_size");
-  s.image_size = static_cast<int>(optional_number("image_size"));
-  s.classes = static_cast<int>(optional_number("classes"));
+  DPTRAIN_CHECK(s.batch <= static_cast<double>(std::numeric_limits<int>::max()), where,
+                ": the field 'batch_size' must be at most ", std::numeric_limits<int>::max(), ", not ", s.batch);
+  // Sizes a prediction builds a net of: bounded before any shape is made; absent means the model's own.
+  s.image_size = static_cast<int>(json_count(j, "image_size", where, 1, kMaxResultImageSize).value_or(0));
+  s.classes = static_cast<int>(json_count(j, "classes", where, 2, kMaxResultClasses).value_or(0));
   return s;
 }
 
@@ -108,7 +115,7 @@ std::string printable_name(const std::string& name) {
 
 std::vector<ScalingSample> read_scaling_samples(const std::string& path) {
   std::ifstream in(path);
-  DPTRAIN_CHECK(in.good(), "cannot read '", path, "'");
+  DPTRAIN_CHECK(in.good(), "cannot read '", path, "': ", std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
   std::vector<ScalingSample> samples;

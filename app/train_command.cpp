@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/train/training_run.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 
@@ -19,38 +20,45 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--data", o->data, "Dataset directory made by 'dptrain data convert'")
       ->required()
       ->check(CLI::ExistingDirectory);
-  auto* epochs = cmd->add_option("--epochs", o->epochs, "Train this many epochs")->check(CLI::PositiveNumber);
-  auto* steps = cmd->add_option("--steps", o->steps, "Train this many steps")->check(CLI::PositiveNumber);
+  auto* epochs = cmd->add_option("--epochs", o->epochs, "Train this many epochs")->check(at_least(1));
+  auto* steps = cmd->add_option("--steps", o->steps, "Train this many steps")->check(at_least(1));
   epochs->excludes(steps);
   cmd->add_option("--batch-size", o->batch,
                   "Images per step on each rank (the global batch is this times the ranks; "
                   "a resume without it keeps the checkpoint's global batch)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str()
       ->each([o](const std::string&) { o->batch_given = true; });
   cmd->add_option("--lr", o->lr, "Learning rate per 256 images of global batch (scaled linearly)")
-      ->check(CLI::PositiveNumber)
+      ->check(above_zero())
       ->capture_default_str();
   cmd->add_option("--schedule", o->schedule, "Learning-rate schedule: constant, step, poly or cosine")
       ->capture_default_str();
-  cmd->add_option("--milestones", o->milestones, "Epochs at which --schedule step divides the rate by 10");
+  cmd->add_option("--milestones", o->milestones, "Epochs at which --schedule step divides the rate by 10")
+      ->check(at_least(0));
   cmd->add_option("--warmup-epochs", o->warmup_epochs, "Linear warm-up from 0 over this many epochs")
+      ->check(at_least(0))
       ->capture_default_str();
-  cmd->add_option("--momentum", o->momentum, "SGD momentum")->capture_default_str();
+  cmd->add_option("--momentum", o->momentum, "SGD momentum")->check(from_zero_below_one())->capture_default_str();
   cmd->add_flag("--nesterov", o->nesterov, "Nesterov momentum");
   cmd->add_option("--weight-decay", o->weight_decay, "Weight decay (not on biases and batch norm)")
+      ->check(at_least(0))
       ->capture_default_str();
-  cmd->add_option("--label-smoothing", o->label_smoothing, "Label smoothing of the loss")->capture_default_str();
+  cmd->add_option("--label-smoothing", o->label_smoothing, "Label smoothing of the loss")
+      ->check(from_zero_below_one())
+      ->capture_default_str();
   cmd->add_flag("!--no-aux", o->aux_heads, "Train without the auxiliary classifiers");
   cmd->add_option("--crop", o->crop, "Input size the model sees (default: the stored image size)")
-      ->check(CLI::PositiveNumber);
-  cmd->add_option("--pad", o->pad, "Zero padding before the random crop in training")->capture_default_str();
+      ->check(at_least(1));
+  cmd->add_option("--pad", o->pad, "Zero padding before the random crop in training")
+      ->check(at_least(0))
+      ->capture_default_str();
   cmd->add_flag("--flip", o->flip, "Random horizontal flips in training");
   add_loader_threads_option(cmd, o->loader_threads);
   cmd->add_option("--seed", o->seed, "Seed of the weights, the sample order and augmentation")->capture_default_str();
   cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)");
   cmd->add_option("--log-every", o->log_every, "Print a line every this many steps")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->capture_default_str();
   add_backend_options(cmd, o->device, true);
   add_distributed_options(cmd, o->dist);
@@ -91,7 +99,7 @@ Command add_train_command(CLI::App& app) {
   cmd->add_option("--stop-at-step", c.stop_at_step,
                   "Checkpoint and exit with code 75 after this global step, as "
                   "if preempted (split a run into chunks; tests)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->group(group);
   cmd->add_option("--preempt-signal", c.preempt_signal,
                   "The signal that, like TERM, asks for a checkpoint and exit 75: USR1, USR2, HUP or TERM (give "

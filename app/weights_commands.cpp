@@ -11,6 +11,7 @@
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/interop/weights.hpp"
 #include "dptrain/train/run_config.hpp"
+#include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -121,7 +122,7 @@ Command add_import_command(CLI::App& app) {
   cmd->add_option("output", o->output, "The checkpoint file to write (it must not exist)")->required();
   cmd->add_option("--classes", o->classes,
                   "The class count of the weights (default: the file's metadata, else its classifier's rows)")
-      ->check(CLI::Range(2, 1 << 20));
+      ->check(in_range(2, 1 << 20));
   cmd->add_option("--names", o->names,
                   "The file's tensor names: torchvision or dptrain (default: its metadata, else whichever "
                   "the file uses)")

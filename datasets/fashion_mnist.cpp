@@ -1,5 +1,7 @@
 #include "datasets/fashion_mnist.hpp"
 
+#include <cstring>
+#include <cerrno>
 #include <zlib.h>
 
 #include <cmath>
@@ -23,7 +25,7 @@ std::vector<std::uint8_t> read_gzip(const std::string& path) {
                 ": file not found (install Debian's dataset-fashion-mnist, or give the "
                 "folder with the four IDX .gz files)");
   gzFile file = gzopen(path.c_str(), "rb");
-  DPTRAIN_CHECK(file != nullptr, path, ": cannot open");
+  DPTRAIN_CHECK(file != nullptr, path, ": cannot open (", std::strerror(errno), ")");
   std::vector<std::uint8_t> bytes;
   std::vector<std::uint8_t> buffer(1 << 20);
   int got = 0;

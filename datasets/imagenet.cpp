@@ -1,5 +1,6 @@
 #include "datasets/imagenet.hpp"
 
+#include <cerrno>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -30,7 +31,7 @@ constexpr int kChannels = 3;  // grey and CMYK sources are stored as RGB like th
 
 std::vector<std::uint8_t> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  DPTRAIN_CHECK(in.good(), path, ": cannot open for reading");
+  DPTRAIN_CHECK(in.good(), path, ": cannot open for reading (", std::strerror(errno), ")");
   const std::streamsize size = in.tellg();
   DPTRAIN_CHECK(size >= 0, path, ": cannot tell its size");
   std::vector<std::uint8_t> bytes(static_cast<std::size_t>(size));

@@ -1,5 +1,7 @@
 #include "datasets/imagenet_layout.hpp"
 
+#include <cstring>
+#include <cerrno>
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -8,6 +10,7 @@
 #include <sstream>
 
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::datasets {
 namespace {
@@ -29,7 +32,9 @@ struct Listing {
   std::vector<fs::path> folders, jpegs;
 };
 
-Listing list_folder(const fs::path& folder) {
+// A link that leads nowhere (dangling, or a loop) named like an image or a folder is reported on
+// `warnings`, one line naming it and the cause, instead of vanishing from the dataset without a word.
+Listing list_folder(const fs::path& folder, std::ostream& warnings) {
   Listing listing;
   std::error_code error;
   fs::directory_iterator it(folder, error);
@@ -37,9 +42,21 @@ Listing list_folder(const fs::path& folder) {
   for (const fs::directory_entry& entry : it) {
     // is_directory and is_regular_file follow symbolic links, so a tree of links (a common way to
     // subset ImageNet) reads like the real one.
-    if (entry.is_directory(error)) {
+    std::error_code followed;
+    const fs::file_status target = fs::status(entry.path(), followed);
+    if (followed || !fs::exists(target)) {
+      std::error_code ignored;
+      if (fs::is_symlink(entry.symlink_status(ignored))) {
+        warnings << "warning: skipping " << escaped_name(entry.path().string())
+                 << (followed ? ": a symbolic link that cannot be followed (" + followed.message() + ")"
+                              : std::string(": a dangling symbolic link (its target does not exist)"))
+                 << "\n";
+      }
+      continue;
+    }
+    if (fs::is_directory(target)) {
       listing.folders.push_back(entry.path());
-    } else if (entry.is_regular_file(error) && is_jpeg_name(entry.path().filename().string())) {
+    } else if (fs::is_regular_file(target) && is_jpeg_name(entry.path().filename().string())) {
       listing.jpegs.push_back(entry.path());
     }
   }
@@ -48,8 +65,8 @@ Listing list_folder(const fs::path& folder) {
   return listing;
 }
 
-std::vector<fs::path> class_images(const fs::path& folder) {
-  std::vector<fs::path> jpegs = list_folder(folder).jpegs;
+std::vector<fs::path> class_images(const fs::path& folder, std::ostream& warnings) {
+  std::vector<fs::path> jpegs = list_folder(folder, warnings).jpegs;
   DPTRAIN_CHECK(!jpegs.empty(), folder.string(),
                 ": empty class folder (it holds no .JPEG images); remove it or restore its images");
   return jpegs;
@@ -57,7 +74,7 @@ std::vector<fs::path> class_images(const fs::path& folder) {
 
 std::vector<std::string> read_lines(const fs::path& path) {
   std::ifstream in(path);
-  DPTRAIN_CHECK(in.good(), path.string(), ": cannot open");
+  DPTRAIN_CHECK(in.good(), path.string(), ": cannot open (", std::strerror(errno), ")");
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   DPTRAIN_CHECK(!in.bad(), path.string(), ": reading failed");
@@ -197,7 +214,7 @@ ImagenetTree scan_imagenet_tree(const std::string& source_text, std::ostream& wa
                 ": not found; the source must be in the ILSVRC2012 layout "
                 "(train/<wnid>/*.JPEG and val/)");
   ImagenetTree tree;
-  const Listing classes = list_folder(train);
+  const Listing classes = list_folder(train, warnings);
   DPTRAIN_CHECK(classes.folders.size() >= 2, train.string(), ": holds ", classes.folders.size(),
                 " class folders, but a dataset needs at least two");
 
@@ -207,24 +224,29 @@ ImagenetTree scan_imagenet_tree(const std::string& source_text, std::ostream& wa
   }
   for (const fs::path& folder : classes.folders) {
     const std::string wnid = folder.filename().string();
+    // The manifest (JSON) keeps a class by its folder name, which must then be UTF-8 to be kept byte
+    // for byte: refused here, before any shard is written, rather than after the whole conversion.
+    DPTRAIN_CHECK(is_valid_utf8(wnid), escaped_name(folder.string()),
+                  ": the class folder's name is not valid UTF-8, which the dataset's manifest (JSON) cannot "
+                  "hold; rename the folder (e.g. convmv -f latin1 -t utf8)");
     const auto id = static_cast<std::int32_t>(tree.classes.size());
     const auto named = names.find(wnid);
     tree.classes.push_back({id, wnid, named != names.end() && !named->second.empty() ? named->second : wnid});
-    for (const fs::path& jpeg : class_images(folder)) tree.train.push_back({jpeg.string(), id});
+    for (const fs::path& jpeg : class_images(folder, warnings)) tree.train.push_back({jpeg.string(), id});
   }
   const ClassIndex index(tree.classes);
 
   const fs::path val = source / "val";
   DPTRAIN_CHECK(fs::is_directory(val), val.string(),
                 ": not found; the source needs a val/ folder (class folders, or flat with a ground-truth file)");
-  const Listing listing = list_folder(val);
+  const Listing listing = list_folder(val, warnings);
   DPTRAIN_CHECK(listing.folders.empty() || listing.jpegs.empty(), val.string(),
                 ": holds both class folders and images; keep one layout");
   DPTRAIN_CHECK(!listing.folders.empty() || !listing.jpegs.empty(), val.string(), ": holds no images");
   if (!listing.folders.empty()) {
     for (const fs::path& folder : listing.folders) {
       const std::int32_t id = index.id(folder.filename().string(), folder.string());
-      for (const fs::path& jpeg : class_images(folder)) tree.validation.push_back({jpeg.string(), id});
+      for (const fs::path& jpeg : class_images(folder, warnings)) tree.validation.push_back({jpeg.string(), id});
     }
   } else {
     tree.validation = label_flat_validation(source, val, listing.jpegs, index, warnings);

@@ -93,8 +93,11 @@ class LinearPlan {
 class SoftmaxCrossEntropyPlan {
  public:
   virtual ~SoftmaxCrossEntropyPlan() = default;
-  // `loss` is a one-element tensor: the mean over the batch. `probabilities` has the logits' shape.
-  virtual void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss) = 0;
+  // `loss` is a one-element tensor: the mean over the first `counted_rows` rows of the batch (the
+  // rest pad a short final batch of an evaluation; every row gets its probabilities).
+  // `probabilities` has the logits' shape.
+  virtual void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss,
+                       std::int64_t counted_rows) = 0;
   // d(loss_weight * loss)/d(logits).
   virtual void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight, Tensor& dlogits) = 0;
 };

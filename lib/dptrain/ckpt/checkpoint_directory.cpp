@@ -1,5 +1,6 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 
+#include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,7 +107,7 @@ std::optional<std::string> read_latest(const std::string& directory) {
   if (status.type() == fs::file_type::not_found) return std::nullopt;
   DPTRAIN_CHECK(!ec, "cannot read ", path.string(), ": ", ec.message());
   std::ifstream in(path);
-  DPTRAIN_CHECK(in.good(), "cannot read ", path.string());
+  DPTRAIN_CHECK(in.good(), "cannot read ", path.string(), ": ", std::strerror(errno));
   std::string name;
   in >> name;  // the first word: the trailing newline and any stray whitespace go
   DPTRAIN_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != "..", path.string(),
@@ -188,8 +189,7 @@ std::optional<ResumePoint> find_resume_checkpoint(const std::string& directory, 
   for (const std::string& path : candidates) {
     try {
       ResumePoint point{path, read_checkpoint(path)};
-      const std::optional<std::string> bad = find_non_finite(point.state);
-      DPTRAIN_CHECK(!bad, "checkpoint ", path, ": its ", bad.value_or(""), " (the run had diverged)");
+      require_finite(point.state, path);
       for (const std::string& p : problems) warnings.push_back(detail::concat("skipping: ", p));
       return point;
     } catch (const Error& e) {

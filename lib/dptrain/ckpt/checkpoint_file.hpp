@@ -7,11 +7,14 @@
 
 namespace dptrain::ckpt {
 
-// Writes `state` to `path` (truncating), flushes and closes it, checking every call. Not atomic and
-// not fsynced: write_checkpoint (checkpoint_writer.hpp) wraps it in the durable protocol. Takes the
-// process-wide HDF5 lock, since loader threads may be reading shards meanwhile. Errors name
-// `shown_as` when given: the writer passes a /proc/self/fd path, which would tell the reader nothing.
-void write_checkpoint_file(const std::string& path, const TrainingState& state, const std::string& shown_as = "");
+// The bytes of a checkpoint file holding `state`, built in memory (h5::build_file_image), every call
+// checked. Takes the process-wide HDF5 lock, since loader threads may be reading shards meanwhile.
+// write_checkpoint (checkpoint_writer.hpp) writes them in the durable protocol.
+std::string checkpoint_file_image(const TrainingState& state);
+
+// Writes `state` to `path` (truncating), not atomic and not fsynced (tests and tools); errors name
+// the path and the cause.
+void write_checkpoint_file(const std::string& path, const TrainingState& state);
 
 // Reads and validates a checkpoint file: the format attributes, every dataset's type, size and CRC-32,
 // the counts of each section, and that every momentum buffer belongs to a parameter of its shape.

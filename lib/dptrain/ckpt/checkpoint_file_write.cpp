@@ -1,10 +1,14 @@
 // Writing a checkpoint file: one contiguous float32 dataset per tensor, written straight from the
 // host copy (no chunking or compression: weights do not compress, and the write is bandwidth-bound).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <vector>
 
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_layout.hpp"
 #include "dptrain/ckpt/progress_attributes.hpp"
+#include "dptrain/core/file_write.hpp"
 #include "dptrain/hdf5/lock.hpp"
 
 namespace dptrain::ckpt {
@@ -45,13 +49,11 @@ void write_section(hid_t file, const char* name, const std::vector<NamedTensor>&
 }
 }  // namespace
 
-void write_checkpoint_file(const std::string& path, const TrainingState& state, const std::string& shown_as) {
+std::string checkpoint_file_image(const TrainingState& state) {
   const h5::Lock lock(h5::global_mutex());
   h5::quiet_errors();
-  try {
-    h5::Handle access = checkpoint_file_access();
-    h5::Handle file(DPTRAIN_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.id())), H5Fclose);
-    const hid_t f = file.id();
+  h5::Handle access = checkpoint_file_access();
+  return h5::build_file_image(access.id(), [&](hid_t f) {
     h5::write_attribute(f, "format", std::string(kFormat));
     h5::write_attribute(f, "format_version", kFormatVersion);
     h5::write_attribute(f, "model", state.model);
@@ -68,11 +70,25 @@ void write_checkpoint_file(const std::string& path, const TrainingState& state, 
       h5::Handle progress = create_group(f, kProgressGroup);
       write_progress(progress.id(), state.progress);
     }
-    DPTRAIN_H5_CHECK(H5Fflush(f, H5F_SCOPE_GLOBAL));
-    file.close();
+  });
+}
+
+void write_checkpoint_file(const std::string& path, const TrainingState& state) {
+  std::string image;
+  try {
+    image = checkpoint_file_image(state);
   } catch (const Error& e) {
-    throw Error(detail::concat("writing checkpoint ", shown_as.empty() ? path : shown_as, ": ", e.what()));
+    throw Error(detail::concat("writing checkpoint ", path, ": ", e.what()));
   }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno_error("open", path);
+  try {
+    write_all(fd, image, path);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw_errno_error("close", path);
 }
 
 }  // namespace dptrain::ckpt

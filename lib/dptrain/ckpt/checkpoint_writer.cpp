@@ -29,9 +29,18 @@ void check_finite(const std::string& directory, const TrainingState& state) {
 }
 
 void write_checkpoint_file_durably(const std::string& path, const TrainingState& state, bool replace) {
+  // Built in memory first: a full disk or a file-size limit is then the errno of our write(2), named
+  // with the temporary's path ("No space left on device", "File too large"), and the temporary is
+  // removed by ExclusiveFile; nothing on disk has changed but that temporary.
+  std::string image;
+  try {
+    image = checkpoint_file_image(state);
+  } catch (const Error& e) {
+    throw Error(detail::concat("writing checkpoint ", path, ": ", e.what()));
+  }
   {
     ExclusiveFile temporary(replace ? path + ".tmp" : temporary_name_for(path));
-    write_checkpoint_file(temporary.reopen_path(), state, temporary.path());
+    temporary.write(image);
     temporary.sync();  // the data before the name: a crash must not leave a renamed empty file
     if (replace) {
       temporary.rename_to(path);

@@ -12,11 +12,12 @@
 
 #include "dptrain/ckpt/exclusive_file.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/file_write.hpp"
 
 namespace dptrain::ckpt {
 
 void throw_posix_error(const char* call, const std::string& path) {
-  throw Error(detail::concat(call, "(", path, ") failed: ", std::strerror(errno)));
+  throw_errno_error(call, path);
 }
 
 void fsync_directory(const std::string& directory) {

@@ -9,6 +9,7 @@
 
 #include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/file_write.hpp"
 
 namespace dptrain::ckpt {
 namespace {
@@ -70,13 +71,7 @@ std::string ExclusiveFile::reopen_path() const {
 }
 
 void ExclusiveFile::write(std::string_view bytes) {
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_posix_error("write", path_);
-    written += static_cast<std::size_t>(n);
-  }
+  write_all(fd_, bytes, path_);
 }
 
 void ExclusiveFile::sync() {

@@ -34,4 +34,9 @@ std::optional<std::string> find_non_finite(const TrainingState& state) {
   return check(state.optimizer.momentum, "the momentum buffer of");
 }
 
+void require_finite(const TrainingState& state, const std::string& path) {
+  const std::optional<std::string> bad = find_non_finite(state);
+  DPTRAIN_CHECK(!bad, "checkpoint ", path, ": its ", bad.value_or(""), " (the run had diverged)");
+}
+
 }  // namespace dptrain::ckpt

@@ -15,4 +15,9 @@ namespace dptrain::ckpt {
 // 17)"; nullopt when every value is finite.
 std::optional<std::string> find_non_finite(const TrainingState& state);
 
+// Throws, naming the checkpoint `path` and the first tensor that is not finite ("checkpoint P: its
+// parameter fc/weight holds ... (the run had diverged)"), when the state read from it holds a NaN or
+// an infinity: what `--resume` and `dptrain eval` refuse to continue from or score.
+void require_finite(const TrainingState& state, const std::string& path);
+
 }  // namespace dptrain::ckpt

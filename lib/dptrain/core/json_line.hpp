@@ -2,12 +2,26 @@
 // JSON lines (the metrics, bench and eval files): one object per line, written by nlohmann-json (the
 // one JSON library of the tree), with its keys in the order given and ": " and ", " between them, so
 // a person reading the file and a `grep '"top1": '` both see what they expect. NaN and infinities
-// are written as null.
+// are written as null; names that are not UTF-8 are written with U+FFFD (json_text).
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 namespace dptrain {
+
+// The JSON text of `value` as every dptrain writer writes it: a string that is not valid UTF-8 (a
+// POSIX path or folder name is bytes, say Latin-1) has each invalid byte replaced by U+FFFD instead
+// of throwing type_error.316 after the work is done. `indent` as nlohmann's dump (-1: one line).
+template <class Json>
+std::string json_text(const Json& value, int indent = -1) {
+  return value.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
+// Whether `text` is valid UTF-8 (what a JSON string must hold to be kept byte for byte).
+bool is_valid_utf8(std::string_view text);
+// `text` for a message: printable ASCII as is, every other byte as \xNN ("caf\xe9").
+std::string escaped_name(std::string_view text);
 
 std::string json_line(const nlohmann::ordered_json& object);
 

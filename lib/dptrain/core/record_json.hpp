@@ -7,6 +7,7 @@
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/fields.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain {
 
@@ -58,7 +59,7 @@ void read_record_json(const nlohmann::json& j, Record& record, const std::string
     } else {
       fits = v.is_array();
     }
-    DPTRAIN_CHECK(fits, where, ": '", f.name, "' has the wrong type (", v.dump(), ")");
+    DPTRAIN_CHECK(fits, where, ": '", f.name, "' has the wrong type (", json_text(v), ")");
     try {
       if constexpr (std::is_enum_v<T>) {
         parse_field_text(v.get<std::string>(), member);

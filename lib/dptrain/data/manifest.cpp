@@ -1,5 +1,7 @@
 #include "dptrain/data/manifest.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <zlib.h>
 
 #include <cmath>
@@ -10,6 +12,8 @@
 #include <sstream>
 
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/file_write.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::data {
 namespace {
@@ -31,7 +35,7 @@ T field(const json& object, const char* key, const std::string& where, const std
 Manifest Manifest::read(const std::string& directory) {
   const std::string path = (std::filesystem::path(directory) / "manifest.json").string();
   std::ifstream in(path);
-  DPTRAIN_CHECK(in.good(), path, ": cannot open the dataset manifest (is '", directory,
+  DPTRAIN_CHECK(in.good(), path, ": cannot open the dataset manifest (", std::strerror(errno), "; is '", directory,
                 "' a directory made by 'dptrain data convert'?)");
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(path, ec);
@@ -102,7 +106,9 @@ Manifest Manifest::parse(const std::string& json_text, const std::string& path) 
                      field<std::int64_t>(shard, "samples", where + "shards[].", path),
                      field<std::int64_t>(shard, "first_sample", where + "shards[].", path),
                      field<std::string>(shard, "checksum", where + "shards[].", path)};
-      DPTRAIN_CHECK(info.first_sample == next && info.samples > 0, path, ": shard '", info.file,
+      DPTRAIN_CHECK(info.samples > 0, path, ": shard '", info.file, "' of split '", name, "' holds ", info.samples,
+                    " samples; a shard holds at least one (reconvert the dataset)");
+      DPTRAIN_CHECK(info.first_sample == next, path, ": shard '", info.file,
                     "' does not continue where the previous shard of split '", name, "' ended");
       DPTRAIN_CHECK(info.samples <= ManifestLimits::shard_samples, path, ": shard '", info.file, "' says ",
                     info.samples, " samples, more than the ", ManifestLimits::shard_samples, " a shard may hold");
@@ -140,20 +146,14 @@ std::string Manifest::to_json() const {
     }
     j["splits"][split_name] = {{"samples", s.samples}, {"shards", shards}};
   }
-  return j.dump(2) + "\n";
+  return json_text(j, 2) + "\n";
 }
 
 void Manifest::write(const std::string& directory) const {
   const auto final_path = std::filesystem::path(directory) / "manifest.json";
   const auto temporary = std::filesystem::path(directory) / "manifest.json.tmp";
-  {
-    std::ofstream out(temporary);
-    DPTRAIN_CHECK(out.good(), temporary.string(), ": cannot write the manifest");
-    out << to_json();
-    out.flush();
-    DPTRAIN_CHECK(out.good(), temporary.string(), ": writing the manifest failed (disk full?)");
-  }
-  std::filesystem::rename(temporary, final_path);
+  // Removed on failure; the error names it and the cause (a full disk: "No space left on device").
+  write_file_through_temporary(temporary.string(), final_path.string(), to_json());
 }
 
 const SplitInfo& Manifest::split(const std::string& split_name) const {
@@ -174,7 +174,7 @@ std::string shard_file_name(const std::string& split, int index, int count) {
 
 std::string file_checksum(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  DPTRAIN_CHECK(in.good(), path, ": cannot open to compute its checksum");
+  DPTRAIN_CHECK(in.good(), path, ": cannot open to compute its checksum (", std::strerror(errno), ")");
   uLong crc = crc32(0L, Z_NULL, 0);
   std::vector<char> buffer(1 << 20);
   while (in) {

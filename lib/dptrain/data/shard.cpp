@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "dptrain/core/file_write.hpp"
 #include "dptrain/data/chunk_offsets.hpp"
 #include "dptrain/data/sample_file.hpp"
 #include "dptrain/hdf5/checks.hpp"
@@ -26,25 +27,29 @@ void write_labels(hid_t file, const ShardHeader& h, const std::int32_t* labels) 
   DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels));
 }
 
-// Writes through a temporary name; `body` fills the open file.
+// Builds the shard in memory, `body` filling the open file, then writes it through a temporary name
+// (removed on any failure) renamed to `path`: a full disk or a file-size limit is an error naming the
+// temporary and the cause, never a crash inside HDF5, and leaves no partial shard.
 template <typename Body>
 void write_atomically(const std::string& path, const ShardHeader& h, const std::int32_t* labels, Body&& body,
                       int version = kShardVersion) {
-  const std::string temporary = path + ".tmp";
-  {
+  std::string image;
+  try {
     // The HDF5 1.10 file format: every piece of metadata (superblock, object headers, the chunk index)
     // carries a checksum, so a damaged shard is refused by HDF5's own check instead of being parsed
     // (HDF5 1.10 parsing a damaged version-0 object header can read freed memory: found by unit_fuzz
     // under the asan preset). Read by HDF5 1.10 and newer (h5py, h5dump and Spack's 1.14 included).
     h5::Handle access(DPTRAIN_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
     DPTRAIN_H5_CHECK(H5Pset_libver_bounds(access.id(), H5F_LIBVER_V110, H5F_LIBVER_V110));
-    h5::Handle file = h5::create_file(temporary, access.id());
-    write_header(file.id(), h, version);
-    write_labels(file.id(), h, labels);
-    body(file.id());
-    DPTRAIN_H5_CHECK(H5Fflush(file.id(), H5F_SCOPE_GLOBAL));
+    image = h5::build_file_image(access.id(), [&](hid_t file) {
+      write_header(file, h, version);
+      write_labels(file, h, labels);
+      body(file);
+    });
+  } catch (const Error& e) {
+    throw Error(detail::concat("writing shard ", path, ": ", e.what()));
   }
-  std::filesystem::rename(temporary, path);
+  write_file_through_temporary(path + ".tmp", path, image);
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,13 @@ void write_double_array_attribute(hid_t object, const std::string& name, const s
 std::vector<double> read_double_array_attribute(hid_t object, const std::string& name,
                                                 const std::string& path_for_errors);
 bool has_attribute(hid_t object, const std::string& name);
+
+// An HDF5 file built in memory and handed back as its bytes: `body` fills a file created with the
+// core driver and no backing store (with `access`'s other properties, e.g. the format bounds), which
+// is then flushed, copied out (H5Fget_file_image) and closed. No HDF5 call ever touches a disk, so a
+// full disk or a file-size limit cannot fail inside HDF5 (whose failed H5Fclose leaves an id that
+// crashes at exit): the caller writes the bytes with write(2), which names the cause (ENOSPC, EFBIG).
+std::string build_file_image(hid_t access, const std::function<void(hid_t file)>& body);
 
 // The dimensions of a dataset.
 std::vector<hsize_t> dataset_dims(hid_t dataset);

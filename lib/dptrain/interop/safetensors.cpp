@@ -12,6 +12,7 @@
 #include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/ckpt/exclusive_file.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::interop {
 namespace {
@@ -183,7 +184,7 @@ void SafetensorsFile::write(const std::string& path) const {
   }
   // Metadata from elsewhere (a path, a class name) may not be UTF-8: such bytes become U+FFFD
   // instead of failing the write after the work is done.
-  std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string text = json_text(header);
   text.append((8 - text.size() % 8) % 8, ' ');  // the tensors start 8-byte aligned
   const std::uint64_t length = text.size();
   char prefix[8];

@@ -10,6 +10,7 @@
 #include "dptrain/backend/backend.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/run_config.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::interop {
 namespace {
@@ -59,7 +60,7 @@ std::string main_classifier_weight(const ModelTensors& t) {
   throw Error("the model has no linear classifier");
 }
 
-std::string json_array(const auto& values) { return nlohmann::json(values).dump(); }
+std::string json_array(const auto& values) { return json_text(nlohmann::json(values)); }
 
 constexpr int kMaxClasses = 1 << 20;
 constexpr int kMaxImageSize = 8192;  // what `dptrain data convert` stores at most

@@ -27,7 +27,8 @@ void SoftmaxCrossEntropy::forward(const PassContext&, std::span<const Tensor* co
   check_input(*inputs[0], logits_shape_, 0);
   check_input(*inputs[1], labels_shape_, 1);
   if (!probabilities_.defined() || probabilities_.numel() == 0) probabilities_ = backend_->allocate(spec_.logits);
-  plan_->forward(inputs[0]->reshaped(spec_.logits), *inputs[1], probabilities_, output);
+  plan_->forward(inputs[0]->reshaped(spec_.logits), *inputs[1], probabilities_, output,
+                 counted_rows_ < 0 ? spec_.logits[0] : counted_rows_);
 }
 
 void SoftmaxCrossEntropy::backward(std::span<const Tensor* const> inputs, const Tensor&, const Tensor&,

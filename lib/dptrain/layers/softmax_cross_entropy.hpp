@@ -22,6 +22,9 @@ class SoftmaxCrossEntropy final : public Layer {
   // Multiplies the gradient the backward pass starts from (loss scaling for fp16): the forward's
   // loss is not scaled.
   void set_loss_scale(float scale) { loss_scale_ = scale; }
+  // The loss of the next forwards is the mean over the batch's first `rows` samples (an evaluation's
+  // short final batch is padded with repeats); negative: every sample.
+  void set_counted_rows(std::int64_t rows) { counted_rows_ = rows; }
   // Softmax of the latest forward's logits, [N, classes]: for accuracy.
   const Tensor& probabilities() const { return probabilities_; }
 
@@ -30,6 +33,7 @@ class SoftmaxCrossEntropy final : public Layer {
   Shape logits_shape_, labels_shape_;
   float loss_weight_;
   float loss_scale_ = 1.f;
+  std::int64_t counted_rows_ = -1;
   std::unique_ptr<SoftmaxCrossEntropyPlan> plan_;
   Backend* backend_ = nullptr;
   Tensor probabilities_;

@@ -40,6 +40,12 @@ void Net::set_loss_scale(float scale) {
   }
 }
 
+void Net::set_counted_rows(std::int64_t rows) {
+  for (Node& node : nodes_) {
+    if (node.is_loss) static_cast<SoftmaxCrossEntropy&>(*node.layer).set_counted_rows(rows);
+  }
+}
+
 void Net::backward() {
   DPTRAIN_CHECK(purpose() == NetPurpose::training, "this network was built for inference and has no backward pass");
   DPTRAIN_CHECK(last_training_, "backward() needs a training forward pass first");

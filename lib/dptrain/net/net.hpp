@@ -34,6 +34,9 @@ class Net {
   // loss scale.
   void backward();
   void set_loss_scale(float scale);
+  // The losses of the next forwards average the batch's first `rows` samples only (the rest pad a
+  // short final batch of an evaluation); negative: all of them, as after construction.
+  void set_counted_rows(std::int64_t rows);
   void on_gradient_ready(GradientReady listener) { gradient_ready_ = std::move(listener); }
 
   // The main classifier's probabilities [N, classes] from the latest forward.

@@ -1,5 +1,7 @@
 #include "dptrain/train/accuracy.hpp"
 
+#include <cmath>
+
 namespace dptrain {
 
 std::int64_t top_k_correct(const Tensor& probabilities, const Tensor& labels, int k) {
@@ -11,10 +13,13 @@ std::int64_t top_k_correct(const Tensor& probabilities, const Tensor& labels, in
   for (std::int64_t n = 0; n < rows; ++n) {
     const float* p = probabilities.data<float>() + n * classes;
     const std::int32_t label = labels.data<std::int32_t>()[n];
+    // A score that is not a number is never correct: a NaN or infinite probability of the label
+    // counts against it, and so does any class whose score is NaN (it is not below the label's).
+    if (!std::isfinite(p[label])) continue;
     // The label is in the top k when fewer than k classes score at least as high as it does.
     std::int64_t at_least = 0;
     for (std::int64_t c = 0; c < classes; ++c) {
-      if (c != label && p[c] >= p[label]) ++at_least;
+      if (c != label && !(p[c] < p[label])) ++at_least;
     }
     if (at_least < k) ++correct;
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "dptrain/train/accuracy.hpp"
 
@@ -18,8 +19,11 @@ Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distribute
     if (batch.valid == 0) continue;  // only padding on this rank
     net.backend().copy_from_host(batch.images, net.images());
     std::copy_n(batch.labels.data<std::int32_t>(), batch.labels.numel(), net.labels().data<std::int32_t>());
+    // Padding samples of a final partial batch (repeats of real ones) count neither in the loss nor
+    // in the top-k.
+    net.set_counted_rows(batch.valid);
     const StepResult r = trainer.evaluate_batch();
-    // Padding samples of a final partial batch do not count.
+    net.set_counted_rows(-1);
     const Tensor p = net.backend().to_host(net.probabilities()).slice_samples(0, batch.valid);
     const Tensor l = net.labels().slice_samples(0, batch.valid);
     const int classes = static_cast<int>(p.shape()[1]);
@@ -36,6 +40,10 @@ Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distribute
     e.top1 = sums[1] / sums[3];
     e.top5 = sums[2] / sums[3];
   }
+  // Every rank holds the same sums, so all of them stop here together: a loss that is not a number
+  // is not a result (its top-k would be meaningless).
+  DPTRAIN_CHECK(std::isfinite(e.loss), "the evaluation's loss over ", e.samples, " samples is ", e.loss,
+                ": the net's scores are not finite (its weights diverged or the input is broken)");
   e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return e;
 }

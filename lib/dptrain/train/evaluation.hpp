@@ -1,7 +1,8 @@
 #pragma once
 // Evaluation over a split, split among the ranks: each scores its slice of every batch, and the sums
 // are reduced, so the result is the same on any number of ranks (every sample is scored once; the
-// padding of the last batch is not).
+// padding of the last batch is not: neither in the top-k nor in the loss). A loss that is not finite
+// is an error, not a result.
 #include <cstdint>
 
 #include "dptrain/data/loader.hpp"

@@ -1,10 +1,11 @@
 #include "dptrain/train/run_config.hpp"
 
 #include "dptrain/core/record_json.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain {
 
-std::string stored_configuration(const TrainingRunConfig& config) { return record_json(config).dump(); }
+std::string stored_configuration(const TrainingRunConfig& config) { return json_text(record_json(config)); }
 
 TrainingRunConfig parse_stored_configuration(const std::string& json_text, const std::string& where) {
   TrainingRunConfig config;

@@ -107,7 +107,7 @@ void TrainingRun::State::start_up() {
   checkpoints = std::make_unique<RunCheckpoints>(o.checkpoints, comm, *out);
   checkpoints->announce_ready();
   resume = checkpoints->locate();
-  per_rank_batch = o.batch;
+  std::int64_t per_rank = o.batch;
   // Imported weights (global batch 0) come from no run: this run's batch applies.
   if (resume && !o.batch_given && resume->global_batch > 0) {
     // The same global batch on another number of ranks: the run continues the same optimisation.
@@ -115,8 +115,16 @@ void TrainingRun::State::start_up() {
                   " does not divide among ", job->size(),
                   " ranks; give --batch-size (per rank) to change it, and "
                   "the learning rate follows the linear scaling rule");
-    per_rank_batch = static_cast<int>(resume->global_batch / job->size());
+    per_rank = resume->global_batch / job->size();
   }
+  // The batch against the split before anything is built or allocated (a batch of 10^9 would
+  // otherwise reach the allocator as a net of that size): in 64 bits, as given or as a checkpoint
+  // holds it.
+  const std::int64_t train_samples = manifest.split("train").samples;
+  DPTRAIN_CHECK(per_rank * job->size() <= train_samples, o.data, ": the train split has ", train_samples,
+                " samples, fewer than one global batch of ", per_rank * job->size(), " (", per_rank, " per rank x ",
+                job->size(), " rank", job->size() == 1 ? "" : "s", "); give a smaller --batch-size");
+  per_rank_batch = static_cast<int>(per_rank);
   global_batch = per_rank_batch * job->size();
 
   backend = make_backend(o.device, *job);

@@ -1,7 +1,13 @@
 // What the writer refuses: a diverged state (NaN or infinity in the weights or the optimizer state),
 // and writing through anything planted at its temporary names; and the start-up checks of a directory
 // (stale temporaries, writability).
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -149,4 +155,79 @@ TEST_CASE("a file the user named is written only where nothing exists, even some
   // The replacing write of a checkpoint directory's own files is unchanged.
   ckpt::write_checkpoint_as(path, synthetic_state(6));
   CHECK(ckpt::read_checkpoint(path).progress.global_step == 6);
+}
+
+namespace {
+// A file-size limit for this process while it lives (the soft limit only, so it can be restored), with
+// SIGXFSZ ignored as dptrain's main ignores it: the write that crosses it fails with EFBIG.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved_) == 0);
+    previous_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limited = saved_;
+    limited.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, previous_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+  void (*previous_)(int) = SIG_DFL;
+};
+
+// The previous checkpoint is still the one `latest` names, whole and readable, and no temporary is left.
+void expect_untouched(const std::string& dir, const ckpt::TrainingState& before) {
+  CHECK_FALSE(has_temporary(dir));
+  const auto latest = ckpt::read_latest(dir);
+  REQUIRE(latest);
+  CHECK(*latest == ckpt::checkpoint_file_name(before.progress.global_step));
+  const ckpt::TrainingState read = ckpt::read_checkpoint((fs::path(dir) / *latest).string());
+  CHECK(read.progress.global_step == before.progress.global_step);
+}
+}  // namespace
+
+TEST_CASE("a file-size limit fails a checkpoint write naming the file and the cause, and loses nothing",
+          "[ckpt][hostile]") {
+  ScratchDirectory dir("ckpt-efbig");
+  const ckpt::TrainingState first = synthetic_state(1, 3, 1000);
+  ckpt::write_checkpoint(dir.path(), first);
+  const auto first_bytes = fs::file_size(fs::path(dir.path()) / ckpt::checkpoint_file_name(1));
+  // Limits at several places through the file: the superblock, the middle of a tensor, the end.
+  for (const rlim_t limit : {rlim_t{512}, rlim_t{first_bytes / 2}, rlim_t{first_bytes - 8}}) {
+    INFO("limit " << limit << " bytes");
+    {
+      FileSizeLimit small(limit);
+      CHECK_THROWS_WITH(ckpt::write_checkpoint(dir.path(), synthetic_state(2, 3, 1000)),
+                        Catch::Contains(ckpt::checkpoint_file_name(2) + ".tmp") && Catch::Contains("File too large"));
+    }
+    expect_untouched(dir.path(), first);
+  }
+}
+
+TEST_CASE("a full file system fails a checkpoint write naming the file and the cause, and loses nothing",
+          "[ckpt][hostile]") {
+  ScratchDirectory dir("ckpt-enospc");
+  const std::string mounted = dir.path() + "/small";
+  fs::create_directories(mounted);
+  // A 64 KiB tmpfs (root only; skipped where mounting is not allowed).
+  if (::mount("tmpfs", mounted.c_str(), "tmpfs", 0, "size=64k") != 0) {
+    WARN("cannot mount a small tmpfs here (" << std::strerror(errno) << "): skipped");
+    return;
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount(path.c_str()); }
+  } unmount{mounted};
+  const ckpt::TrainingState first = synthetic_state(1, 2, 1000);  // about 17 KB
+  ckpt::write_checkpoint(mounted, first);
+  CHECK_THROWS_WITH(ckpt::write_checkpoint(mounted, synthetic_state(2, 3, 20000)),
+                    Catch::Contains(ckpt::checkpoint_file_name(2) + ".tmp") &&
+                        Catch::Contains("No space left on device"));
+  expect_untouched(mounted, first);
 }

@@ -45,6 +45,20 @@ TEST_CASE("DPTRAIN_H5_CHECK turns a negative HDF5 result into an Error with HDF5
   CHECK(DPTRAIN_H5_CHECK(H5Sclose(space)) >= 0);
 }
 
+TEST_CASE("DPTRAIN_H5_CHECK keeps the operating system's cause from the innermost frame", "[core][errors][hostile]") {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  // Paths whose open fails in the sec2 driver with an errno made here: missing, a name too long.
+  const std::string too_long = "/tmp/" + std::string(300, 'x') + ".h5";
+  const std::pair<std::string, const char*> cases[] = {
+      {"/nonexistent/dptrain-test.h5", "No such file or directory"},
+      {too_long, "File name too long"},
+  };
+  for (const auto& [path, cause] : cases) {
+    INFO(path);
+    CHECK_THROWS_WITH(DPTRAIN_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)), Catch::Contains(cause));
+  }
+}
+
 TEST_CASE("DPTRAIN_CHECK streams its message", "[core][errors]") {
   auto failing = [] { DPTRAIN_CHECK(1 + 1 == 3, "expected ", 3, " got ", 2); };
   auto passing = [] { DPTRAIN_CHECK(true, "never"); };

@@ -1,5 +1,8 @@
+#include <sys/resource.h>
 #include <turbojpeg.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -18,6 +21,7 @@
 #include "datasets/synth.hpp"
 #include "datasets/verify.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/data/jpeg.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/shard.hpp"
@@ -637,4 +641,75 @@ TEST_CASE("verify: a good dataset passes; a truncated shard and a wrong checksum
     REQUIRE(bad.problems.size() == 1);
     CHECK_THAT(bad.problems[0], Catch::Contains(m.split("train").shards[1].file) && Catch::Contains("missing"));
   }
+}
+
+TEST_CASE("convert imagenet: a class folder named in Latin-1 is refused, escaped, before any shard",
+          "[data][convert][hostile]") {
+  TempDir dir;
+  const fs::path source = make_synth_tree(dir);
+  // Names that are bytes, not UTF-8: Latin-1 e-acute, a lone continuation byte, a truncated sequence.
+  for (const std::string& bad : {std::string("caf\xe9"), std::string("x\x80y"), std::string("ab\xe2\x82")}) {
+    const fs::path folder = source / "train" / bad;
+    fs::create_directories(folder);
+    fs::copy_file(source / "train/n00000001/n00000001_2.JPEG", folder / "a.JPEG");
+    INFO(escaped_name(bad));
+    CHECK_THROWS_WITH(convert(convert_options(source, dir / "out")),
+                      Catch::Contains(escaped_name(folder.string())) && Catch::Contains("not valid UTF-8"));
+    CHECK_FALSE(fs::exists(dir / "out/manifest.json"));
+    if (fs::exists(dir / "out")) {
+      for (const auto& e : fs::directory_iterator(dir / "out")) CHECK(e.path().extension() != ".h5");
+    }
+    fs::remove_all(folder);
+  }
+}
+
+TEST_CASE("convert imagenet: dangling and looping .JPEG links are named in a warning", "[data][convert][hostile]") {
+  TempDir dir;
+  const fs::path source = make_synth_tree(dir);
+  const fs::path dangling = source / "train/n00000001/gone.JPEG";
+  const fs::path loop = source / "train/n00000002/loop.JPEG";
+  fs::create_symlink(source / "nowhere.JPEG", dangling);
+  fs::create_symlink(loop, loop);
+  std::string warnings;
+  const datasets::ImagenetReport report = convert(convert_options(source, dir / "out"), &warnings);
+  CHECK(report.train_samples == kClasses * kPerClass);
+  CHECK_THAT(warnings, Catch::Contains(dangling.string() + ": a symbolic link that cannot be followed (No such file or directory)"));
+  CHECK_THAT(warnings, Catch::Contains(loop.string() + ": a symbolic link that cannot be followed (Too many levels"));
+}
+
+TEST_CASE("shards and the manifest: a failed write names the file and the cause and leaves no temporary",
+          "[data][convert][hostile]") {
+  TempDir dir;
+  const fs::path source = make_synth_tree(dir);
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  const auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit limited = saved;
+  limited.rlim_cur = 600;  // fewer bytes than any shard
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  std::string message;
+  try {
+    convert(convert_options(source, dir / "out"));
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  CHECK_THAT(message, Catch::Contains("File too large") && Catch::Contains(".h5.tmp"));
+  for (const auto& e : fs::directory_iterator(dir / "out")) CHECK(e.path().extension() != ".tmp");
+}
+
+TEST_CASE("manifest: an empty shard is refused as holding 0 samples", "[data][hostile]") {
+  TempDir dir;
+  const fs::path source = make_synth_tree(dir);
+  convert(convert_options(source, dir / "out"));
+  const fs::path manifest = dir / "out/manifest.json";
+  std::ifstream in(manifest);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find("\"samples\": ", text.find("\"shards\""));
+  REQUIRE(at != std::string::npos);
+  const auto end = text.find_first_of(",\n}", at + 11);
+  text.replace(at + 11, end - (at + 11), "0");
+  std::ofstream(manifest, std::ios::trunc) << text;
+  CHECK_THROWS_WITH(data::Manifest::read((dir / "out").string()), Catch::Contains("holds 0 samples"));
 }

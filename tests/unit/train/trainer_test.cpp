@@ -1,7 +1,9 @@
 #include "dptrain/train/trainer.hpp"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "dptrain/core/philox.hpp"
 #include "dptrain/net/models/registry.hpp"
@@ -98,4 +100,74 @@ TEST_CASE("summarize gives mean, standard error and spread", "[train]") {
   CHECK(s.min == 10);
   CHECK(s.max == 16);
   CHECK(summarize({}).count == 0);
+}
+
+TEST_CASE("top_k_correct never counts a score that is not finite as correct", "[train][hostile]") {
+  // Hostile rows made here: NaN and infinities at random places, the label's own score among them.
+  const CounterRng rng(29, 2);
+  const float specials[3] = {std::nanf(""), INFINITY, -INFINITY};
+  for (std::uint64_t trial = 0; trial < 200; ++trial) {
+    const std::int64_t classes = 2 + static_cast<std::int64_t>(rng.bits(trial * 64) % 9);
+    Tensor p = Tensor::empty(Shape{1, classes});
+    Tensor labels = Tensor::empty(Shape{1}, DType::i32);
+    const auto label = static_cast<std::int32_t>(rng.bits(trial * 64 + 1) % static_cast<std::uint64_t>(classes));
+    labels.data<std::int32_t>()[0] = label;
+    for (std::int64_t c = 0; c < classes; ++c) p.data<float>()[c] = rng.uniform(trial * 64 + 2 + static_cast<std::uint64_t>(c));
+    const float special = specials[rng.bits(trial * 64 + 40) % 3];
+    const bool on_label = rng.bits(trial * 64 + 41) % 2 == 0;
+    const auto other = static_cast<std::int64_t>((label + 1) % classes);
+    p.data<float>()[on_label ? label : other] = special;
+    for (int k = 1; k <= static_cast<int>(classes); ++k) {
+      const std::int64_t correct = top_k_correct(p, labels, k);
+      // The label's own score not finite: never correct. Another class scoring NaN or +inf ranks
+      // above the label: never top-1.
+      if (on_label) REQUIRE(correct == 0);
+      if (!on_label && !(special < 0) && k == 1) REQUIRE(correct == 0);
+    }
+  }
+}
+
+TEST_CASE("an evaluation's loss averages only the counted rows of a padded batch", "[train][hostile]") {
+  auto backend = make_cpu_backend();
+  ModelConfig model;
+  model.batch = 8;
+  model.channels = 1;
+  model.classes = 4;
+  model.memory = MemoryOptions{NetPurpose::inference};
+  auto net = build_model("lenet", *backend, model);
+  net->initialize(5);
+  Trainer trainer(*net, TrainerConfig{});
+  // Every valid count of a batch of 8, its rows padded with repeats as the loader pads them: the loss
+  // is the mean of the valid rows' losses, computed one row at a time on a batch of 1.
+  fill_quadrant_batch(*net, 0);
+  ModelConfig one = model;
+  one.batch = 1;
+  auto single = build_model("lenet", *backend, one);
+  for (std::size_t i = 0; i < net->parameters().size(); ++i) {
+    backend->copy(net->parameters()[i]->value, single->parameters()[i]->value);
+  }
+  Trainer single_trainer(*single, TrainerConfig{});
+  std::vector<double> row_loss(8);
+  for (int n = 0; n < 8; ++n) {
+    std::copy_n(net->images().data<float>() + n * 28 * 28, 28 * 28, single->images().data<float>());
+    single->labels().data<std::int32_t>()[0] = net->labels().data<std::int32_t>()[n];
+    row_loss[static_cast<std::size_t>(n)] = single_trainer.evaluate_batch().loss;
+  }
+  const std::vector<float> images(net->images().data<float>(), net->images().data<float>() + 8 * 28 * 28);
+  const std::vector<std::int32_t> labels(net->labels().data<std::int32_t>(), net->labels().data<std::int32_t>() + 8);
+  for (int valid = 1; valid <= 8; ++valid) {
+    for (int j = 0; j < 8; ++j) {
+      const int from = j % valid;
+      std::copy_n(images.data() + from * 28 * 28, 28 * 28, net->images().data<float>() + j * 28 * 28);
+      net->labels().data<std::int32_t>()[j] = labels[static_cast<std::size_t>(from)];
+    }
+    net->set_counted_rows(valid);
+    const double loss = trainer.evaluate_batch().loss;
+    net->set_counted_rows(-1);
+    double expected = 0;
+    for (int n = 0; n < valid; ++n) expected += row_loss[static_cast<std::size_t>(n)];
+    expected /= valid;
+    INFO("valid " << valid);
+    CHECK(loss == Approx(expected).epsilon(1e-5));
+  }
 }

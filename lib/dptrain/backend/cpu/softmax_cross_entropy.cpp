@@ -16,12 +16,14 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
                   ": label smoothing must be in [0, 1), not ", spec.label_smoothing);
   }
 
-  void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss) override {
+  void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss,
+               std::int64_t counted_rows) override {
     check_cpu_tensor(logits, spec_.logits, spec_.who, "logits");
     check_cpu_tensor(probabilities, spec_.logits, spec_.who, "probabilities");
     check_cpu_tensor(loss, Shape{1}, spec_.who, "loss");
     const std::int32_t* label = checked_labels(labels);
     const std::int64_t rows = spec_.logits[0], classes = spec_.logits[1];
+    const std::int64_t counted = std::clamp<std::int64_t>(counted_rows, 0, rows);
     const double smooth = spec_.label_smoothing, off_target = smooth / static_cast<double>(classes);
     double total = 0;
     for (std::int64_t n = 0; n < rows; ++n) {
@@ -38,9 +40,9 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
         const double target = off_target + (c == label[n] ? 1.0 - smooth : 0.0);
         if (target != 0) row_loss -= target * log_p;
       }
-      total += row_loss;
+      if (n < counted) total += row_loss;
     }
-    loss.data<float>()[0] = rows ? static_cast<float>(total / static_cast<double>(rows)) : 0.f;
+    loss.data<float>()[0] = counted ? static_cast<float>(total / static_cast<double>(counted)) : 0.f;
   }
 
   void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight, Tensor& dlogits) override {

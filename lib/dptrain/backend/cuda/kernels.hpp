@@ -48,7 +48,8 @@ void inverse_std(const float* variance, float epsilon, float* inverse_std, std::
 // `row_loss` is scratch of `rows` floats; `loss` receives the batch mean.
 void softmax_cross_entropy_forward(const void* logits, DType logits_type, const std::int32_t* labels,
                                    float* probabilities, float* row_loss, float* loss, std::int64_t rows,
-                                   std::int64_t classes, float label_smoothing, cudaStream_t stream);
+                                   std::int64_t counted_rows, std::int64_t classes, float label_smoothing,
+                                   cudaStream_t stream);
 void softmax_cross_entropy_backward(const float* probabilities, const std::int32_t* labels, void* dlogits,
                                     DType logits_type, std::int64_t rows, std::int64_t classes, float label_smoothing,
                                     float scale, cudaStream_t stream);

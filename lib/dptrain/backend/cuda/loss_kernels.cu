@@ -86,7 +86,8 @@ __global__ void softmax_cross_entropy_backward_kernel(const float* probabilities
 
 void softmax_cross_entropy_forward(const void* logits, DType logits_type, const std::int32_t* labels,
                                    float* probabilities, float* row_loss, float* loss, std::int64_t rows,
-                                   std::int64_t classes, float label_smoothing, cudaStream_t stream) {
+                                   std::int64_t counted_rows, std::int64_t classes, float label_smoothing,
+                                   cudaStream_t stream) {
   if (rows > 0) {
     with_element_type(logits_type, "softmax_cross_entropy_forward", [&](auto element) {
       using T = decltype(element);
@@ -95,7 +96,7 @@ void softmax_cross_entropy_forward(const void* logits, DType logits_type, const 
     });
     DPTRAIN_CHECK_LAUNCH();
   }
-  mean_kernel<<<1, kThreads, 0, stream>>>(row_loss, rows, loss);
+  mean_kernel<<<1, kThreads, 0, stream>>>(row_loss, counted_rows, loss);  // the padding of a short batch is not
   DPTRAIN_CHECK_LAUNCH();
 }
 

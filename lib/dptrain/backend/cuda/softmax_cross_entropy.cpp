@@ -2,6 +2,8 @@
 // host (the net keeps them there), so they are checked there and copied to the device each forward.
 // Logits and their gradient are activations (bf16/fp16 in low precision); the probabilities and the
 // loss stay f32 and all arithmetic is fp32 (double sums), so the loss is read as precisely as in fp32.
+#include <algorithm>
+
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 
@@ -19,13 +21,15 @@ class KernelSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
     row_loss_ = ctx_->allocate(Shape{spec.logits[0]}, DType::f32);
   }
 
-  void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss) override {
+  void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss,
+               std::int64_t counted_rows) override {
     check_activation(*ctx_, logits, spec_.logits, spec_.who, "logits");
     check_device_tensor(*ctx_, probabilities, spec_.logits, spec_.who, "probabilities");
     check_device_tensor(*ctx_, loss, Shape{1}, spec_.who, "loss");
     const std::int32_t* label = device_labels(labels);
     kernels::softmax_cross_entropy_forward(logits.raw(), logits.dtype(), label, device_floats(probabilities),
                                            device_floats(row_loss_), device_floats(loss), spec_.logits[0],
+                                           std::clamp<std::int64_t>(counted_rows, 0, spec_.logits[0]),
                                            spec_.logits[1], spec_.label_smoothing, ctx_->stream());
   }
 

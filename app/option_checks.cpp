@@ -1,0 +1,52 @@
+#include "option_checks.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+
+namespace dptrain::app {
+namespace {
+// The number in a bound, as a person writes it: 1, 0.5, 1e+06 (never 309 digits).
+std::string number(double x) {
+  if (x == std::floor(x) && std::fabs(x) < 1e15) return std::to_string(static_cast<long long>(x));
+  std::ostringstream s;
+  s << x;
+  return s.str();
+}
+
+// A validator that parses the value as a finite double and hands it to `ok`, which returns what the
+// value must be ("at least 1"), empty when it is fine.
+CLI::Validator numeric(std::string description, std::function<bool(double)> ok) {
+  const std::string must = description;
+  return CLI::Validator(
+      [must, ok](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(value.c_str(), &end);
+        const bool parsed = !value.empty() && end != nullptr && *end == '\0';
+        if (!parsed) return "must be a number " + must + ", not '" + value + "'";
+        if (!std::isfinite(x)) return "must be a finite number " + must + ", not " + value;
+        if (!ok(x)) return "must be " + must + ", not " + value;
+        return std::string();
+      },
+      description);
+}
+}  // namespace
+
+CLI::Validator at_least(double min) {
+  return numeric("at least " + number(min), [min](double x) { return x >= min; });
+}
+
+CLI::Validator in_range(double min, double max) {
+  return numeric("from " + number(min) + " to " + number(max), [min, max](double x) { return x >= min && x <= max; });
+}
+
+CLI::Validator above_zero() {
+  return numeric("above 0", [](double x) { return x > 0; });
+}
+
+CLI::Validator from_zero_below_one() {
+  return numeric("at least 0 and below 1", [](double x) { return x >= 0 && x < 1; });
+}
+
+}  // namespace dptrain::app

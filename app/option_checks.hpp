@@ -1,0 +1,18 @@
+#pragma once
+// Validators for numeric options whose messages a person reads: "--epochs: must be at least 1, not
+// 0" (CLI11's Range and PositiveNumber print the bounds of a double, 309 digits for the largest).
+// Every one refuses what is not a finite number ("nan", "inf", "1e999") by name.
+#include <CLI/CLI.hpp>
+
+namespace dptrain::app {
+
+// A finite number >= `min`.
+CLI::Validator at_least(double min);
+// A finite number in [min, max].
+CLI::Validator in_range(double min, double max);
+// A finite number > 0 (learning rates, bucket sizes, seconds).
+CLI::Validator above_zero();
+// A finite number in [0, 1) (momentum, label smoothing).
+CLI::Validator from_zero_below_one();
+
+}  // namespace dptrain::app
