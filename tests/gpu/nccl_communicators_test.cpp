@@ -47,7 +47,7 @@ int main() {
   const int device = topology.self().device;
   for (AllreduceKind kind : {AllreduceKind::flat, AllreduceKind::hierarchical}) {
     if (kind == AllreduceKind::hierarchical && !session.active()) continue;  // needs MPI
-    auto comm = make_gpu_communicator(topology, {kind, 60}, device);
+    auto comm = make_gpu_communicator(topology, {kind, 60, ""}, device);
     for (std::size_t count : {std::size_t{1}, std::size_t{1001}, std::size_t{1} << 20}) check_sum(*comm, count);
   }
   return verdict.finish("nccl_communicators");
