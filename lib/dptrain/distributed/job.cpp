@@ -12,6 +12,8 @@ Job::Job(const JobOptions& options, int visible_devices) : options_(options) {
   comm.kind = parse_allreduce_kind(options_.allreduce);
   comm.stall_timeout_seconds = parse_duration_seconds(options_.stall_timeout, "--stall-timeout");
   comm.failure_report = options_.failure_report;
+  // Checked on one rank too, so that a job script's typo fails on a laptop before it reaches a cluster.
+  DPTRAIN_CHECK(comm.stall_timeout_seconds > 0, "--stall-timeout must be positive, not '", options_.stall_timeout, "'");
   topology_ = discover_topology(session_.active() ? MPI_COMM_WORLD : MPI_COMM_NULL, options_.ranks_per_node,
                                 visible_devices, nullptr);
   communicator_options_ = comm;
