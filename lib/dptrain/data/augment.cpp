@@ -10,6 +10,14 @@
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/philox.hpp"
 
+// An AVX2 and a default version, chosen at load time. Not in a ThreadSanitizer build: the ifunc
+// resolver runs before TSan's runtime is up, and its instrumented code crashes the program at load.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#define DPTRAIN_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DPTRAIN_AVX2_CLONES
+#endif
+
 namespace dptrain::data {
 namespace {
 // The Philox stream of one epoch's augmentation; the sample index is the counter. Mixed (splitmix64's
@@ -71,10 +79,8 @@ namespace {
 // so the compiler vectorises the loop (de-interleave, widen, subtract, divide) with no branch inside;
 // the division, not a multiplication by 1/std, keeps the values those of the formula, bit for bit.
 template <int C>
-#if defined(__x86_64__) && defined(__GNUC__)
 // AVX2 where the CPU has it (8 floats a division, byte shuffles for the de-interleave), SSE2 else.
-__attribute__((target_clones("avx2", "default")))
-#endif
+DPTRAIN_AVX2_CLONES
 void normalise_row(const std::uint8_t* __restrict pixels, int count, const float* mean, const float* stddev,
                    std::size_t plane, float* __restrict out) {
   float m[C], s[C];
@@ -107,9 +113,7 @@ namespace {
 // One row of the crop as bytes: `count` stored pixels (C interleaved bytes each) into the C planes of
 // `out` (`plane` bytes apart). A de-interleaving copy; C a constant so the loop has no branch.
 template <int C>
-#if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx2", "default")))
-#endif
+DPTRAIN_AVX2_CLONES
 void split_row(const std::uint8_t* __restrict pixels, int count, std::size_t plane, std::uint8_t* __restrict out) {
   for (int k = 0; k < count; ++k) {
     for (int c = 0; c < C; ++c)
