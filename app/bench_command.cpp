@@ -191,9 +191,7 @@ Command add_bench_command(CLI::App& app) {
                                  "machine's measured fp32 peak");
   auto o = std::make_shared<BenchOptions>();
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
-  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")
-      ->check(at_least(1))
-      ->capture_default_str();
+  cmd->add_option("--batch-size", o->batch, "Images per step on each rank")->check(at_least(1))->capture_default_str();
   cmd->add_option("--steps", o->steps, "Timed steps")->check(at_least(1))->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "Untimed steps first")->check(at_least(0))->capture_default_str();
   cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")

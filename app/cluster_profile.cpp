@@ -1,9 +1,9 @@
 #include "cluster_profile.hpp"
 
-#include <cstring>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -55,12 +55,18 @@ double profile_number(const std::map<std::string, std::string>& profile, const s
 void add_link_options(CLI::App* cmd, LinkOptions& o) {
   cmd->add_option("--profile", o.profile,
                   "Partition profile with the link figures (slurm/partitions/c4130-g.env: DPTRAIN_PREDICT_*)");
-  cmd->add_option("--gpus-per-node", o.gpus_per_node, "GPUs a node (default: the profile's, else 4)")->check(in_range(1, 1 << 16));
-  cmd->add_option("--intra-gbps", o.intra_gbps, "Bus bandwidth of an allreduce inside a node, GB/s")->check(above_zero());
-  cmd->add_option("--intra-latency-us", o.intra_latency_us, "Latency of a ring step inside a node, us")->check(at_least(0));
-  cmd->add_option("--inter-gbps", o.inter_gbps, "Bus bandwidth of an allreduce between nodes, GB/s")->check(above_zero());
-  cmd->add_option("--inter-latency-us", o.inter_latency_us, "Latency of a ring step between nodes, us")->check(at_least(0));
-  cmd->add_option("--loader-rate", o.loader_rate, "Images/s one loader thread delivers (0: never the bound)")->check(at_least(0));
+  cmd->add_option("--gpus-per-node", o.gpus_per_node, "GPUs a node (default: the profile's, else 4)")
+      ->check(in_range(1, 1 << 16));
+  cmd->add_option("--intra-gbps", o.intra_gbps, "Bus bandwidth of an allreduce inside a node, GB/s")
+      ->check(above_zero());
+  cmd->add_option("--intra-latency-us", o.intra_latency_us, "Latency of a ring step inside a node, us")
+      ->check(at_least(0));
+  cmd->add_option("--inter-gbps", o.inter_gbps, "Bus bandwidth of an allreduce between nodes, GB/s")
+      ->check(above_zero());
+  cmd->add_option("--inter-latency-us", o.inter_latency_us, "Latency of a ring step between nodes, us")
+      ->check(at_least(0));
+  cmd->add_option("--loader-rate", o.loader_rate, "Images/s one loader thread delivers (0: never the bound)")
+      ->check(at_least(0));
   cmd->add_option("--loader-threads", o.loader_threads, "Loader threads per GPU (default: the profile's cores - 1)")
       ->check(in_range(1, 1 << 16));
 }

@@ -1,4 +1,5 @@
 #include "distributed_options.hpp"
+
 #include "option_checks.hpp"
 
 namespace dptrain::app {

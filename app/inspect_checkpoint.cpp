@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "dptrain/core/json_line.hpp"
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_summary.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::app {
 namespace {

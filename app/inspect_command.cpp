@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "dptrain/core/json_line.hpp"
 #include "dptrain/core/byte_size.hpp"
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "inspect_checkpoint.hpp"
 #include "memory_report.hpp"

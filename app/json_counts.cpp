@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "dptrain/core/json_line.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::app {
 

@@ -1,8 +1,8 @@
 // dptrain predict: the images/sec, speedup and efficiency a model should reach on 1..N GPUs, from one
 // GPU's compute time, the model's gradient buckets and a cluster's links (distributed/scaling_model.hpp).
-#include <cstring>
 #include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -14,9 +14,9 @@
 
 #include "cluster_profile.hpp"
 #include "commands.hpp"
-#include "dptrain/core/json_line.hpp"
 #include "dptrain/backend/backend.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/distributed/scaling_model.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/gradient_timing.hpp"
@@ -273,7 +273,10 @@ Command add_predict_command(CLI::App& app) {
       "Predict images/sec, speedup and efficiency on 1..N GPUs from one GPU's rate, the model's gradient "
       "buckets and the cluster's links (compute, exposed communication and data time per step)");
   cmd->add_option("--model", o->model, "Model name (see 'dptrain inspect --list')")->required();
-  cmd->add_option("--gpus", o->gpus, "GPU counts to predict")->delimiter(',')->check(in_range(1, 1 << 20))->capture_default_str();
+  cmd->add_option("--gpus", o->gpus, "GPU counts to predict")
+      ->delimiter(',')
+      ->check(in_range(1, 1 << 20))
+      ->capture_default_str();
   cmd->add_option("--batch-size", o->batch,
                   "Images per step on each GPU (weak scaling): one value, or one per --gpus entry")
       ->delimiter(',')

@@ -14,8 +14,8 @@
 #include "cluster_profile.hpp"
 #include "commands.hpp"
 #include "dptrain/core/error.hpp"
-#include "scaling_report.hpp"
 #include "option_checks.hpp"
+#include "scaling_report.hpp"
 
 extern char** environ;
 

@@ -1,9 +1,9 @@
 #include "scaling_report.hpp"
 
-#include <cstring>
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <limits>

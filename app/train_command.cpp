@@ -48,8 +48,7 @@ Command add_train_command(CLI::App& app) {
       ->check(from_zero_below_one())
       ->capture_default_str();
   cmd->add_flag("!--no-aux", o->aux_heads, "Train without the auxiliary classifiers");
-  cmd->add_option("--crop", o->crop, "Input size the model sees (default: the stored image size)")
-      ->check(at_least(1));
+  cmd->add_option("--crop", o->crop, "Input size the model sees (default: the stored image size)")->check(at_least(1));
   cmd->add_option("--pad", o->pad, "Zero padding before the random crop in training")
       ->check(at_least(0))
       ->capture_default_str();

@@ -1,10 +1,10 @@
 #include "datasets/fashion_mnist.hpp"
 
-#include <cstring>
-#include <cerrno>
 #include <zlib.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 

@@ -1,8 +1,8 @@
 #include "datasets/imagenet.hpp"
 
-#include <cerrno>
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>

@@ -1,9 +1,9 @@
 #include "datasets/imagenet_layout.hpp"
 
-#include <cstring>
-#include <cerrno>
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>

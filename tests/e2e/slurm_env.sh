@@ -20,12 +20,15 @@ job_field() {  # job_field JOB FIELD: a field of `scontrol show job`
   scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
 }
 
-# wait_file FILE SECONDS LOG...: waits until FILE exists; fails, showing the logs, after SECONDS.
+# wait_file FILE SECONDS LOGS: waits until FILE exists; fails after SECONDS, showing the logs that
+# the pattern LOGS (a quoted glob, expanded then) names.
 wait_file() {
-  local file=$1 deadline=$((SECONDS + $2))
-  shift 2
+  local file=$1 deadline=$((SECONDS + $2)) pattern=$3 log
   until [[ -e $file ]]; do
-    (( SECONDS < deadline )) || { cat "$@"; fail "$file never appeared"; }
+    if (( SECONDS >= deadline )); then
+      for log in $pattern; do cat "$log"; done  # split and expanded here, on purpose
+      fail "$file never appeared"
+    fi
     sleep 0.2
   done
 }

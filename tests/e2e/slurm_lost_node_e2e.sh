@@ -36,7 +36,7 @@ ref_state=$(wait_job "$reference" 200)
 
 job=$(submit lost 2 2 16) || fail "submitting the run that loses a node"
 first=$work/lost/checkpoints/$(printf 'ckpt-%09d.h5' 20)
-wait_file "$first" 200 "$work"/lost-*.out
+wait_file "$first" 200 "$work/lost-*.out"
 cp "$first" "$work/early.h5" 2>/dev/null || true  # a checkpoint the job removes later (retention)
 mapfile -t job_nodes < <(scontrol show hostnames "$(job_field "$job" NodeList)")
 (( ${#job_nodes[@]} == 2 )) || fail "the job runs on ${job_nodes[*]}, not 2 nodes"

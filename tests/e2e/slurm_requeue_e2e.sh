@@ -26,7 +26,7 @@ submit() {  # submit NAME [OPTIONS...]: the same training
 reference=$(submit reference) || fail "submitting the reference run"
 interrupted=$(submit interrupted --preempt-signal USR2) || fail "submitting the interrupted run"
 first=$work/interrupted/checkpoints/$(printf 'ckpt-%09d.h5' 50)
-wait_file "$first" 200 "$work"/interrupted-*.out
+wait_file "$first" 200 "$work/interrupted-*.out"
 scancel --batch --signal=USR1 "$interrupted" || fail "scancel --batch --signal=USR1 $interrupted"
 ref_state=$(wait_job "$reference" 280)
 int_state=$(wait_job "$interrupted" 280)

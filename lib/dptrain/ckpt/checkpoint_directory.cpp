@@ -1,6 +1,5 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 
-#include <cstring>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +7,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>

@@ -16,9 +16,7 @@
 
 namespace dptrain::ckpt {
 
-void throw_posix_error(const char* call, const std::string& path) {
-  throw_errno_error(call, path);
-}
+void throw_posix_error(const char* call, const std::string& path) { throw_errno_error(call, path); }
 
 void fsync_directory(const std::string& directory) {
   const std::string path = directory.empty() ? std::string(".") : directory;

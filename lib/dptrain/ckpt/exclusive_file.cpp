@@ -70,9 +70,7 @@ std::string ExclusiveFile::reopen_path() const {
   return path_;
 }
 
-void ExclusiveFile::write(std::string_view bytes) {
-  write_all(fd_, bytes, path_);
-}
+void ExclusiveFile::write(std::string_view bytes) { write_all(fd_, bytes, path_); }
 
 void ExclusiveFile::sync() {
   if (::fsync(fd_) != 0) throw_posix_error("fsync", path_);

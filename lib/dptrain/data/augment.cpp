@@ -80,9 +80,8 @@ namespace {
 // the division, not a multiplication by 1/std, keeps the values those of the formula, bit for bit.
 template <int C>
 // AVX2 where the CPU has it (8 floats a division, byte shuffles for the de-interleave), SSE2 else.
-DPTRAIN_AVX2_CLONES
-void normalise_row(const std::uint8_t* __restrict pixels, int count, const float* mean, const float* stddev,
-                   std::size_t plane, float* __restrict out) {
+DPTRAIN_AVX2_CLONES void normalise_row(const std::uint8_t* __restrict pixels, int count, const float* mean,
+                                       const float* stddev, std::size_t plane, float* __restrict out) {
   float m[C], s[C];
   for (int c = 0; c < C; ++c) m[c] = mean[c], s[c] = stddev[c];
   for (int k = 0; k < count; ++k) {
@@ -113,8 +112,8 @@ namespace {
 // One row of the crop as bytes: `count` stored pixels (C interleaved bytes each) into the C planes of
 // `out` (`plane` bytes apart). A de-interleaving copy; C a constant so the loop has no branch.
 template <int C>
-DPTRAIN_AVX2_CLONES
-void split_row(const std::uint8_t* __restrict pixels, int count, std::size_t plane, std::uint8_t* __restrict out) {
+DPTRAIN_AVX2_CLONES void split_row(const std::uint8_t* __restrict pixels, int count, std::size_t plane,
+                                   std::uint8_t* __restrict out) {
   for (int k = 0; k < count; ++k) {
     for (int c = 0; c < C; ++c)
       out[static_cast<std::size_t>(c) * plane + static_cast<std::size_t>(k)] = pixels[k * C + c];

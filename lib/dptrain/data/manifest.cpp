@@ -1,11 +1,11 @@
 #include "dptrain/data/manifest.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <zlib.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -8,9 +8,9 @@
 #include <set>
 
 #include "dptrain/backend/backend.hpp"
+#include "dptrain/core/json_line.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/run_config.hpp"
-#include "dptrain/core/json_line.hpp"
 
 namespace dptrain::interop {
 namespace {

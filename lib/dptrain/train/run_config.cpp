@@ -1,7 +1,7 @@
 #include "dptrain/train/run_config.hpp"
 
-#include "dptrain/core/record_json.hpp"
 #include "dptrain/core/json_line.hpp"
+#include "dptrain/core/record_json.hpp"
 
 namespace dptrain {
 

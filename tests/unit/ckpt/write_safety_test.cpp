@@ -5,11 +5,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-
-#include <catch2/catch.hpp>
 #include <filesystem>
 #include <limits>
 
@@ -226,8 +225,8 @@ TEST_CASE("a full file system fails a checkpoint write naming the file and the c
   } unmount{mounted};
   const ckpt::TrainingState first = synthetic_state(1, 2, 1000);  // about 17 KB
   ckpt::write_checkpoint(mounted, first);
-  CHECK_THROWS_WITH(ckpt::write_checkpoint(mounted, synthetic_state(2, 3, 20000)),
-                    Catch::Contains(ckpt::checkpoint_file_name(2) + ".tmp") &&
-                        Catch::Contains("No space left on device"));
+  CHECK_THROWS_WITH(
+      ckpt::write_checkpoint(mounted, synthetic_state(2, 3, 20000)),
+      Catch::Contains(ckpt::checkpoint_file_name(2) + ".tmp") && Catch::Contains("No space left on device"));
   expect_untouched(mounted, first);
 }

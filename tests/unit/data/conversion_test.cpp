@@ -2,11 +2,10 @@
 #include <turbojpeg.h>
 #include <unistd.h>
 
-#include <csignal>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -673,7 +672,8 @@ TEST_CASE("convert imagenet: dangling and looping .JPEG links are named in a war
   std::string warnings;
   const datasets::ImagenetReport report = convert(convert_options(source, dir / "out"), &warnings);
   CHECK(report.train_samples == kClasses * kPerClass);
-  CHECK_THAT(warnings, Catch::Contains(dangling.string() + ": a symbolic link that cannot be followed (No such file or directory)"));
+  CHECK_THAT(warnings, Catch::Contains(dangling.string() +
+                                       ": a symbolic link that cannot be followed (No such file or directory)"));
   CHECK_THAT(warnings, Catch::Contains(loop.string() + ": a symbolic link that cannot be followed (Too many levels"));
 }
 

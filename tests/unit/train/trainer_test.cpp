@@ -1,7 +1,7 @@
 #include "dptrain/train/trainer.hpp"
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
 
@@ -112,7 +112,8 @@ TEST_CASE("top_k_correct never counts a score that is not finite as correct", "[
     Tensor labels = Tensor::empty(Shape{1}, DType::i32);
     const auto label = static_cast<std::int32_t>(rng.bits(trial * 64 + 1) % static_cast<std::uint64_t>(classes));
     labels.data<std::int32_t>()[0] = label;
-    for (std::int64_t c = 0; c < classes; ++c) p.data<float>()[c] = rng.uniform(trial * 64 + 2 + static_cast<std::uint64_t>(c));
+    for (std::int64_t c = 0; c < classes; ++c)
+      p.data<float>()[c] = rng.uniform(trial * 64 + 2 + static_cast<std::uint64_t>(c));
     const float special = specials[rng.bits(trial * 64 + 40) % 3];
     const bool on_label = rng.bits(trial * 64 + 41) % 2 == 0;
     const auto other = static_cast<std::int64_t>((label + 1) % classes);

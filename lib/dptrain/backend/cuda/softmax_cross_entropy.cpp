@@ -29,8 +29,8 @@ class KernelSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
     const std::int32_t* label = device_labels(labels);
     kernels::softmax_cross_entropy_forward(logits.raw(), logits.dtype(), label, device_floats(probabilities),
                                            device_floats(row_loss_), device_floats(loss), spec_.logits[0],
-                                           std::clamp<std::int64_t>(counted_rows, 0, spec_.logits[0]),
-                                           spec_.logits[1], spec_.label_smoothing, ctx_->stream());
+                                           std::clamp<std::int64_t>(counted_rows, 0, spec_.logits[0]), spec_.logits[1],
+                                           spec_.label_smoothing, ctx_->stream());
   }
 
   void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight, Tensor& dlogits) override {
