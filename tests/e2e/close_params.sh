@@ -7,5 +7,6 @@ close_params() {
   for name in $(h5ls -r "$1/params" | awk '$2 == "Dataset" { print $1 }'); do
     excluded+=(--exclude-attribute "/params$name")
   done
+  # shellcheck disable=SC2154  # $work is the sourcing test's work directory
   h5diff -r -d "$3" "${excluded[@]}" "$1" "$2" /params /params > "$work/h5diff.log" 2>&1
 }

@@ -58,6 +58,12 @@ def mutate(path, rng):
     open(path, "wb").write(bytes(data))
 
 
+def same_contents(original, mutant):
+    """True when h5diff reads both files and finds every object and attribute equal."""
+    p = subprocess.run(["h5diff", original, mutant], capture_output=True, text=True)
+    return p.returncode == 0
+
+
 def check(cmd, what):
     code, err = run(cmd, what)
     if code != 0:
@@ -82,7 +88,9 @@ try:
             mutate(f"{mutant}/{shard}", rng)
             what = f"{encoding} shard mutant {i}"
             code, err = run(["data", "verify", mutant], what + ": data verify")
-            if code == 0:
+            # A mutation may land in bytes no object uses (the slack HDF5 leaves in its metadata
+            # blocks): the shard is then not damaged, and h5diff finds it equal to the original.
+            if code == 0 and not same_contents(f"{work}/{encoding}/{shard}", f"{mutant}/{shard}"):
                 failures.append(f"{what}: data verify passed a damaged shard")
             expect_named(code, err, shard, what + ": data verify")
             code, err = run(train + ["--data", mutant, "--steps", "1", "--checkpoint-dir", f"{mutant}/ck"], what + ": train")
