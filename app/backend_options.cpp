@@ -30,6 +30,11 @@ void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale)
                 "Give every activation and gradient a buffer of its own instead of sharing memory between "
                 "tensors that are not alive at the same time (several times the memory; for comparisons)")
       ->group(group);
+  cmd->add_flag("!--nondeterministic", o.deterministic,
+                "--backend cuda: let cuDNN's algorithm search take the fastest convolution algorithms even where "
+                "they sum with atomics (other bits at every run); by default only deterministic ones are taken, "
+                "so the same step gives the same bits")
+      ->group(group);
 }
 
 }  // namespace dptrain::app

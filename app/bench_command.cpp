@@ -152,7 +152,12 @@ int run_bench(const BenchOptions& o) {
       << (o.device.memory_plan ? "" : ", one buffer per tensor (--no-memory-plan)") << "\n";
   if (search.searches > 0) {
     out << "cuDNN algorithm search: " << std::setprecision(2) << search.seconds << " s in the first step, "
-        << search.searches << " searches (" << search.reused << " reused by another layer of the same shape)\n";
+        << search.searches << " searches (" << search.reused << " reused by another layer of the same shape), "
+        << (o.device.deterministic ? "deterministic algorithms" : "any algorithm (--nondeterministic)");
+    if (search.nondeterministic_fallbacks > 0) {
+      out << ", " << search.nondeterministic_fallbacks << " with no deterministic one that ran";
+    }
+    out << "\n";
   }
   if (!o.json.empty()) {
     std::ofstream file(o.json);
@@ -172,7 +177,8 @@ int run_bench(const BenchOptions& o) {
     j.field("memory_planned", o.device.memory_plan);
     if (search.searches > 0) {
       j.field("cudnn_search_seconds", search.seconds).field("cudnn_searches", search.searches);
-      j.field("cudnn_search_reused", search.reused);
+      j.field("cudnn_search_reused", search.reused).field("deterministic", o.device.deterministic);
+      j.field("cudnn_nondeterministic_fallbacks", search.nondeterministic_fallbacks);
     }
     j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
     // What `dptrain report --profile` and `dptrain predict` need beside the rate.

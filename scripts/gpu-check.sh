@@ -16,7 +16,8 @@
 #   undefined symbol), then `dptrain info`: the CUDA runtime, driver, cuBLAS, cuDNN, NCCL and the GPUs.
 #   With no device it stops with "no usable GPU" and the runtime's cudaError (exit 3).
 # Stage 1 (under 4 minutes): the GPU tests (device, CPU/GPU agreement of every op in fp32, bf16 and
-#   fp16 and a model step, NCCL on one rank), then `dptrain bench` of ResNet-50 in fp32 and bf16 and
+#   fp16, a model step, the same step twice bit for bit, NCCL on one rank), then `dptrain bench` of
+#   ResNet-50 in fp32 and bf16 (deterministic algorithms, then --nondeterministic: their cost) and
 #   the PyTorch peer (torchvision ResNet-50, same batch and steps, bf16 autocast, channels-last;
 #   skipped without torch), then GoogLeNet, Inception-BN and Inception-V3 while time is left.
 # Stage 2 (when asked for): `dptrain train --backend cuda` in fp32, bf16 and fp16 on the dataset the
@@ -265,16 +266,17 @@ field() { grep -o "\"$2\": *[-0-9.e+]*" "$1" 2>/dev/null | head -n 1 | sed 's/.*
 rate() { awk -v r="$(field "$1" images_per_sec)" -v e="$(field "$1" images_per_sec_stderr)" 'BEGIN {printf "%.1f +/- %.1f images/s", r, e}'; }
 backend=cuda headline=resnet50 others=(googlenet inception-bn inception-v3)
 (( rehearse )) && backend=cpu headline=lenet others=(inception-mini)
-bench() {  # bench MODEL PRECISION
-  local name=dptrain-$1-$2 rc
+bench() {  # bench MODEL PRECISION [nondeterministic]: the last, cuDNN's fastest algorithms, atomics too
+  local name=dptrain-$1-$2 rc extra=() label=$2
+  if [[ ${3:-} == nondeterministic ]]; then extra=(--nondeterministic) label=$2-nondeterministic name+=-nondeterministic; fi
   if [[ $backend == cpu && $2 != fp32 ]]; then say "$1 $2: left out (the CPU backend trains in fp32)"; return; fi
   step "$name" 120 "$work/bin/dptrain" bench --backend "$backend" --model "$1" --precision "$2" --batch-size "$batch" \
-    --steps "$steps" --warmup "$warmup" --json "$logs/$name.json"
+    --steps "$steps" --warmup "$warmup" --json "$logs/$name.json" "${extra[@]}"
   rc=$?
   if (( rc == 0 )) && [[ -s $logs/$name.json ]]; then
-    runs+=("dptrain $1 $2")
+    runs+=("dptrain $1 $label")
     write_bench_json
-    say "$1 $2: $(rate "$logs/$name.json")$(grep -m 1 -o 'GPU memory: .*' "$logs/$name.log" | sed 's/^/; /')$(grep -m 1 -o 'cuDNN algorithm search: .*' "$logs/$name.log" | sed 's/^/; /')"
+    say "$1 $label: $(rate "$logs/$name.json")$(grep -m 1 -o 'GPU memory: .*' "$logs/$name.log" | sed 's/^/; /')$(grep -m 1 -o 'cuDNN algorithm search: .*' "$logs/$name.log" | sed 's/^/; /')"
     pack_logs
   else
     verdict "$name" "$rc"
@@ -307,6 +309,8 @@ peer() {  # peer PRECISION: torchvision's ResNet-50 in PyTorch, the same batch a
 }
 bench "$headline" fp32
 bench "$headline" bf16
+bench "$headline" fp32 nondeterministic  # what the default's deterministic algorithms cost
+bench "$headline" bf16 nondeterministic
 peer bf16
 for model in "${others[@]}"; do
   bench "$model" bf16

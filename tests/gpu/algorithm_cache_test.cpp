@@ -1,6 +1,7 @@
 // The convolution algorithm cache's keys and counters (host code: runs without a GPU).
 #include "dptrain/backend/cuda/algorithm_cache.hpp"
 
+#include <array>
 #include <catch2/catch.hpp>
 
 using dptrain::ConvolutionSpec;
@@ -61,4 +62,45 @@ TEST_CASE("the cache returns what a search found and counts searches, reuses and
   CHECK(cache.stats().searches == 2);
   CHECK(cache.stats().reused == 2);
   CHECK(cache.stats().seconds == Approx(0.75));
+}
+
+TEST_CASE("a search takes the fastest deterministic algorithm that ran, unless any is allowed") {
+  using dptrain::cuda::pick_algorithm;
+  // As cudnnFind*Ex returns them: fastest first.
+  std::array<cudnnConvolutionBwdFilterAlgoPerf_t, 4> results{};
+  results[0].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;  // atomics: fastest here, nondeterministic
+  results[0].status = CUDNN_STATUS_SUCCESS;
+  results[0].determinism = CUDNN_NON_DETERMINISTIC;
+  results[1].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT;  // failed to run
+  results[1].status = CUDNN_STATUS_NOT_SUPPORTED;
+  results[1].determinism = CUDNN_DETERMINISTIC;
+  results[2].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+  results[2].status = CUDNN_STATUS_SUCCESS;
+  results[2].determinism = CUDNN_DETERMINISTIC;
+  results[3].algo = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+  results[3].status = CUDNN_STATUS_SUCCESS;
+  results[3].determinism = CUDNN_DETERMINISTIC;
+  bool fell_back = true;
+  CHECK(pick_algorithm(results.data(), 4, true, fell_back) == 2);
+  CHECK_FALSE(fell_back);
+  CHECK(pick_algorithm(results.data(), 4, false, fell_back) == 0);
+  CHECK_FALSE(fell_back);
+  // Only a nondeterministic one ran: taken, and said so.
+  CHECK(pick_algorithm(results.data(), 2, true, fell_back) == 0);
+  CHECK(fell_back);
+  // Nothing ran (or nothing returned): none.
+  CHECK(pick_algorithm(results.data() + 1, 1, true, fell_back) == -1);
+  CHECK_FALSE(fell_back);
+  CHECK(pick_algorithm(results.data(), 0, false, fell_back) == -1);
+}
+
+TEST_CASE("the cache counts the searches that had to take a nondeterministic algorithm") {
+  AlgorithmCache cache;
+  CHECK(cache.deterministic());
+  cache.set_deterministic(false);
+  CHECK_FALSE(cache.deterministic());
+  cache.add("a", {0, 0, CUDNN_DEFAULT_MATH}, 0.1, true);
+  cache.add("b", {1, 0, CUDNN_DEFAULT_MATH}, 0.1);
+  CHECK(cache.stats().searches == 2);
+  CHECK(cache.stats().nondeterministic_fallbacks == 1);
 }

@@ -41,8 +41,11 @@ double norm_relative_error(const Tensor& actual, const Tensor& reference, double
 void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names,
                                         double low_tolerance = 1e-2);
 
-// One line per precision compared: the largest error met, its tolerance and the test and result it
-// was met in ("agreement bf16: worst norm-relative error 3.1e-03 (tolerance 1e-02) in ...").
+// Records a comparison's error for print_worst_agreement (expect_agreement* call it themselves).
+void note_error(Precision precision, double error, double tolerance, const std::string& what);
+
+// One line per precision compared: the error nearest its tolerance, that tolerance and the test and
+// result it was met in ("agreement bf16: nearest its tolerance: error 3.1e-03 (tolerance 1.0e-02) in ...").
 void print_worst_agreement();
 
 }  // namespace dptrain::gpu_testing

@@ -44,7 +44,7 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& o, const distributed
   const int device = o.device >= 0 ? o.device : job.topology().self().device;
   DPTRAIN_CHECK(device >= 0 && device < cuda::usable_device_count(), "--device ", device, " is not one of the ",
                 cuda::usable_device_count(), " GPUs this rank sees");
-  return make_cuda_backend(device, precision);
+  return make_cuda_backend(device, precision, o.deterministic);
 #else
   (void)job;
   no_cuda();
@@ -83,7 +83,7 @@ AlgorithmSearch algorithm_search([[maybe_unused]] Backend& backend) {
 #if DPTRAIN_HAVE_CUDA
   if (!backend.device().is_cpu()) {
     const cuda::AlgorithmSearchStats stats = cuda::algorithm_search_stats(backend);
-    return {stats.searches, stats.reused, stats.seconds};
+    return {stats.searches, stats.reused, stats.seconds, stats.nondeterministic_fallbacks};
   }
 #endif
   return {};

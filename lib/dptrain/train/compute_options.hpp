@@ -19,6 +19,7 @@ struct BackendOptions {
   std::string precision = "fp32";   // fp32 | bf16 | fp16
   std::string loss_scale = "auto";  // auto | none | dynamic | a number
   bool memory_plan = true;          // off: --no-memory-plan (one buffer per activation, for comparisons)
+  bool deterministic = true;        // off: --nondeterministic (cuDNN may pick atomics-based algorithms)
 };
 
 // How many GPUs the job's topology may bind ranks to: 0 for --backend cpu; for cuda the usable
@@ -50,6 +51,7 @@ struct AlgorithmSearch {
   int searches = 0;
   int reused = 0;
   double seconds = 0;
+  int nondeterministic_fallbacks = 0;  // searches where no deterministic algorithm ran
 };
 AlgorithmSearch algorithm_search(Backend& backend);
 

@@ -20,10 +20,11 @@ const FoundAlgorithm* AlgorithmCache::find(const std::string& key) {
   return &it->second;
 }
 
-void AlgorithmCache::add(const std::string& key, const FoundAlgorithm& found, double seconds) {
+void AlgorithmCache::add(const std::string& key, const FoundAlgorithm& found, double seconds, bool fell_back) {
   found_[key] = found;
   ++stats_.searches;
   stats_.seconds += seconds;
+  if (fell_back) ++stats_.nondeterministic_fallbacks;
 }
 
 }  // namespace dptrain::cuda

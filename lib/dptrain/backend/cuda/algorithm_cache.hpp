@@ -25,7 +25,26 @@ struct AlgorithmSearchStats {
   int searches = 0;
   int reused = 0;
   double seconds = 0;
+  int nondeterministic_fallbacks = 0;  // searches that found no deterministic algorithm that ran
 };
+
+// Which of cuDNN's timed results (sorted fastest first, as cudnnFind*Ex returns them) a search takes:
+// the fastest that ran and, when `deterministic`, whose `determinism` is CUDNN_DETERMINISTIC (an
+// atomics-based algorithm sums in another order at every run, which breaks a bit-exact resume and
+// the same-step-twice check). -1 when none ran; `fell_back` is set when only a nondeterministic one
+// ran, which is then taken (and counted) rather than failing the run.
+template <typename Perf>
+int pick_algorithm(const Perf* results, int returned, bool deterministic, bool& fell_back) {
+  fell_back = false;
+  int fastest = -1;
+  for (int i = 0; i < returned; ++i) {
+    if (results[i].status != CUDNN_STATUS_SUCCESS) continue;
+    if (fastest < 0) fastest = i;
+    if (!deterministic || results[i].determinism == CUDNN_DETERMINISTIC) return i;
+  }
+  fell_back = fastest >= 0;
+  return fastest;
+}
 
 class AlgorithmCache {
  public:
@@ -34,12 +53,17 @@ class AlgorithmCache {
   static std::string key(const char* pass, DType type, const ConvolutionSpec& spec);
 
   const FoundAlgorithm* find(const std::string& key);  // counts a reuse when found
-  void add(const std::string& key, const FoundAlgorithm& found, double seconds);
+  void add(const std::string& key, const FoundAlgorithm& found, double seconds, bool fell_back = false);
   AlgorithmSearchStats stats() const { return stats_; }
+
+  // Whether searches take deterministic algorithms only (the default; --nondeterministic turns it off).
+  bool deterministic() const { return deterministic_; }
+  void set_deterministic(bool deterministic) { deterministic_ = deterministic; }
 
  private:
   std::map<std::string, FoundAlgorithm> found_;
   AlgorithmSearchStats stats_;
+  bool deterministic_ = true;
 };
 
 }  // namespace dptrain::cuda

@@ -32,7 +32,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
     DPTRAIN_CHECK(spec.epsilon > 0.f, spec.who, ": epsilon must be positive, not ", spec.epsilon);
     type_ = ctx_->activation_dtype();
     widen_ = type_ == DType::bf16;
-    x_desc_ = nchw_descriptor(spec.input, widen_ ? DType::f32 : type_);
+    x_desc_ = nchw_descriptor(spec.input, widen_ ? DType::f32 : type_, spec.who);
     c_desc_ = channel_descriptor(channel_[0]);
     inverse_std_ = ctx_->allocate(channel_, DType::f32);
   }
@@ -107,8 +107,8 @@ class CudnnBatchNorm final : public BatchNormPlan {
   }
 
  private:
-  // cuDNN 8's minimum is the double 1e-5, which the float 1e-5 (9.99999975e-06) falls just short of:
-  // clamp, as other frameworks do (the difference is 2.5e-13).
+  // CUDNN_BN_MIN_EPSILON is 0 in cuDNN 9 (cuDNN 8 had the double 1e-5, which the float 1e-5,
+  // 9.99999975e-06, fell just short of); the clamp keeps a build against cuDNN 8 working.
   double epsilon() const { return std::max<double>(spec_.epsilon, CUDNN_BN_MIN_EPSILON); }
   void check_data(const Tensor& t, const char* what) const { check_activation(*ctx_, t, spec_.input, spec_.who, what); }
   // bf16 scratch of the input's shape in f32, for one call: the caching allocator reuses blocks in

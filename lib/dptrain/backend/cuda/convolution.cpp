@@ -35,7 +35,8 @@ struct Chosen {
 
 // Picks the pass's algorithm on its first run: the one the context's cache holds for `key`, else the
 // fastest that ran when `find(requested, &returned, results, workspace, bytes)` (a cudnnFind*Ex call
-// on the real buffers; cuDNN sorts them by time) timed the candidates, which the cache then keeps.
+// on the real buffers; cuDNN sorts them by time) timed the candidates, and deterministic unless the
+// cache's policy allows any (pick_algorithm); the cache then keeps it.
 template <typename Perf, int Count, typename Algo, typename Find>
 void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, const std::string& who, const char* pass,
             Find&& find) {
@@ -52,17 +53,14 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
   int returned = 0;
   const std::size_t cap = cudnn_workspace_cap_bytes();  // DPTRAIN_CUDNN_WORKSPACE_MB overrides
   DPTRAIN_CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
-  for (int i = 0; i < returned; ++i) {
-    if (results[static_cast<std::size_t>(i)].status == CUDNN_STATUS_SUCCESS) {
-      const auto& best = results[static_cast<std::size_t>(i)];
-      chosen = {true, best.algo, best.memory, best.mathType};
-      DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
-      cache.add(key, {static_cast<int>(best.algo), best.memory, best.mathType},
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      return;
-    }
-  }
-  throw Error(who + ": cuDNN found no working algorithm for the " + pass + " pass");
+  bool fell_back = false;
+  const int pick = pick_algorithm(results.data(), returned, cache.deterministic(), fell_back);
+  if (pick < 0) throw Error(who + ": cuDNN found no working algorithm for the " + pass + " pass");
+  const auto& best = results[static_cast<std::size_t>(pick)];
+  chosen = {true, best.algo, best.memory, best.mathType};
+  DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  cache.add(key, {static_cast<int>(best.algo), best.memory, best.mathType},
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), fell_back);
 }
 
 class CudnnConvolution final : public ConvolutionPlan {
@@ -73,8 +71,8 @@ class CudnnConvolution final : public ConvolutionPlan {
         output_(convolution_output_shape(spec, spec.who)),
         weight_(convolution_weight_shape(spec)),
         type_(ctx_->activation_dtype()),
-        x_desc_(nchw_descriptor(spec.input, type_)),
-        y_desc_(nchw_descriptor(output_, type_)),
+        x_desc_(nchw_descriptor(spec.input, type_, spec.who)),
+        y_desc_(nchw_descriptor(output_, type_, spec.who)),
         bias_desc_(channel_descriptor(spec.out_channels)),
         forward_key_(AlgorithmCache::key("forward", type_, spec)),
         data_key_(AlgorithmCache::key("backward-data", type_, spec)),

@@ -14,7 +14,9 @@ namespace dptrain::cuda {
 namespace {
 class CudaFence final : public Fence {
  public:
-  CudaFence(cudaStream_t stream, int device) : device_(device) { event_.record(stream); }
+  // The communication thread waits on it for most of a backward pass: a blocking-sync event, so it
+  // sleeps rather than spins.
+  CudaFence(cudaStream_t stream, int device) : device_(device), event_(true) { event_.record(stream); }
   // Waited on (and then destroyed) by the gradient reducer's communication thread, whose current
   // device is 0 unless set: make ours current first, or the runtime would create a context on GPU 0
   // for that thread (a rank on cuda:N, N > 0, would then hold memory on GPU 0).
@@ -30,8 +32,9 @@ class CudaFence final : public Fence {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device, Precision precision)
+  CudaBackend(int device, Precision precision, bool deterministic)
       : ctx_(std::make_shared<CudaContext>(device, activation_dtype(precision))), precision_(precision) {
+    ctx_->algorithm_cache().set_deterministic(deterministic);
     if (precision == Precision::bf16) {
       // bf16 arithmetic (and cuDNN's bf16 convolutions) need compute capability 8.0 (Ampere) or newer.
       int major = 0;
@@ -258,7 +261,7 @@ AlgorithmSearchStats algorithm_search_stats(Backend& backend) {
 }  // namespace dptrain::cuda
 
 namespace dptrain {
-std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision) {
-  return std::make_unique<cuda::CudaBackend>(device, precision);
+std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision, bool deterministic) {
+  return std::make_unique<cuda::CudaBackend>(device, precision, deterministic);
 }
 }  // namespace dptrain

@@ -11,7 +11,10 @@ namespace dptrain {
 
 // A backend on GPU `device` (an ordinal among the visible devices); it makes that device current.
 // `precision` bf16 or fp16 keeps activations in that type (fp32 master weights; see backend.hpp).
-std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision = Precision::fp32);
+// `deterministic`: cuDNN's algorithm searches take only algorithms that give the same bits at every
+// run (the default; false is --nondeterministic, the fastest of all).
+std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision = Precision::fp32,
+                                           bool deterministic = true);
 
 namespace cuda {
 class CudaContext;

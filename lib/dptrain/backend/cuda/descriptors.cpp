@@ -31,9 +31,13 @@ cudnnDataType_t cudnn_type(DType type) {
   throw Error("cuDNN: no tensor type for " + std::string(name_of(type)));
 }
 
-TensorDescriptor nchw_descriptor(const Shape& shape, DType type) {
-  DPTRAIN_CHECK(shape.rank() >= 1 && shape.rank() <= 4, "cuDNN: cannot describe a tensor of shape ", shape.to_string(),
-                " as NCHW");
+TensorDescriptor nchw_descriptor(const Shape& shape, DType type, const std::string& who) {
+  DPTRAIN_CHECK(shape.rank() >= 1 && shape.rank() <= 4, who, ": cuDNN cannot describe a tensor of shape ",
+                shape.to_string(), " as NCHW");
+  DPTRAIN_CHECK(shape.numel() <= std::numeric_limits<int>::max(), who, ": a tensor of shape ", shape.to_string(),
+                " has ", shape.numel(),
+                " elements, more than cuDNN's limit of 2^31 - 1; use a smaller --batch-size per GPU "
+                "(more GPUs, or fewer images per step)");
   std::array<int, 4> dims{1, 1, 1, 1};
   for (int axis = 0; axis < shape.rank(); ++axis) dims[static_cast<std::size_t>(axis)] = narrow(shape[axis]);
   TensorDescriptor d;

@@ -1,6 +1,7 @@
 #pragma once
 // RAII owners of cuDNN descriptors: each creates on construction and destroys on destruction, so a
 // plan that throws half-way through its constructor leaks nothing.
+#include <string>
 #include <utility>
 
 #include "dptrain/backend/cuda/check_cuda.hpp"
@@ -39,9 +40,11 @@ using LrnDescriptor = Descriptor<cudnnLRNDescriptor_t, cudnnCreateLRNDescriptor,
 // cuDNN's name for an element type (f32, bf16, f16); bf16 needs cuDNN 8.1 or newer.
 cudnnDataType_t cudnn_type(DType type);
 
-// An NCHW tensor descriptor of a 4-D shape (f32 unless `type` says otherwise); a shape of lower rank is
-// padded with ones at the end.
-TensorDescriptor nchw_descriptor(const Shape& shape, DType type = DType::f32);
+// An NCHW tensor descriptor of a 4-D shape of element type `type` for op `who`; a shape of lower rank is
+// padded with ones at the end. cuDNN's legacy API describes at most 2^31 - 1 elements: a larger tensor
+// (about 2,670 ResNet-50 images per GPU in its first layers) is refused naming the op, the shape and
+// what to do, instead of cuDNN's bare BAD_PARAM.
+TensorDescriptor nchw_descriptor(const Shape& shape, DType type, const std::string& who);
 // The per-channel [1, C, 1, 1] descriptor for biases.
 TensorDescriptor channel_descriptor(std::int64_t channels);
 

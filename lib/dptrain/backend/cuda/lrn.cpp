@@ -23,7 +23,7 @@ class CudnnLrn final : public LrnPlan {
     DPTRAIN_CHECK(spec.k >= CUDNN_LRN_MIN_K && spec.beta >= CUDNN_LRN_MIN_BETA, spec.who,
                   ": cuDNN needs k >= ", CUDNN_LRN_MIN_K, " and beta >= ", CUDNN_LRN_MIN_BETA);
     type_ = ctx_->activation_dtype();
-    desc_ = nchw_descriptor(spec.input);  // f32 in every precision (see above)
+    desc_ = nchw_descriptor(spec.input, DType::f32, spec.who);  // f32 in every precision (see above)
     DPTRAIN_CUDNN_CHECK(cudnnSetLRNDescriptor(lrn_, static_cast<unsigned>(spec.size), spec.alpha, spec.beta, spec.k));
   }
 

@@ -9,7 +9,10 @@ Stream::~Stream() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-Event::Event() { DPTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+Event::Event(bool blocking) {
+  const unsigned flags = cudaEventDisableTiming | (blocking ? cudaEventBlockingSync : 0u);
+  DPTRAIN_CUDA_CHECK(cudaEventCreateWithFlags(&event_, flags));
+}
 Event::~Event() {
   if (event_) cudaEventDestroy(event_);
 }

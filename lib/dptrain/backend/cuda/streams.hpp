@@ -23,7 +23,10 @@ class Stream {
 
 class Event {
  public:
-  Event();  // without timing: the cheapest kind, for ordering only
+  // Without timing: the cheapest kind, for ordering. `blocking`: a host waiting in synchronize()
+  // sleeps until the device signals it, instead of spinning a core (for waits as long as a backward
+  // pass, taken from a thread that shares the cores with the data loader).
+  explicit Event(bool blocking = false);
   ~Event();
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
