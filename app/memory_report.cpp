@@ -24,7 +24,8 @@ std::vector<CLI::Option*> add_memory_query_options(CLI::App* cmd, MemoryQuery& q
       cmd->add_option("--memory-limit", q.memory_limit,
                       "Also print the largest batch per rank that fits this much memory (16GiB for a P100, 141GiB "
                       "for an H200)"),
-      cmd->add_option("--ranks", q.ranks, "Ranks in the job (2 or more adds the gradient buckets)")
+      cmd->add_option("--ranks", q.ranks,
+                      "Ranks in the job (the allreduce works in the gradients' own memory: no extra per rank)")
           ->check(at_least(1))
           ->capture_default_str(),
       cmd->add_flag("--inference", q.inference, "The forward-only plan that dptrain eval uses instead of training's")};
@@ -81,7 +82,6 @@ void print_memory_report(std::ostream& out, const MemoryReport& r) {
   if (training) {
     row(out, "parameter gradients", e.gradients, e.gradients);
     row(out, "optimizer state", e.optimizer, e.optimizer, "SGD momentum");
-    if (e.buckets) row(out, "gradient buckets", e.buckets, e.buckets, "allreduce across ranks");
   }
   row(out, training ? "activations + gradients" : "activations", e.activations, e.unplanned_activations);
   row(out, "layer state", e.layer_state, e.layer_state, "pooling indices, LRN, dropout masks, probabilities");
@@ -114,7 +114,6 @@ nlohmann::json to_json(const MemoryReport& r) {
                    {"parameters_bytes", e.parameters},
                    {"gradients_bytes", e.gradients},
                    {"optimizer_bytes", e.optimizer},
-                   {"buckets_bytes", e.buckets},
                    {"activations_bytes", e.activations},
                    {"activations_unplanned_bytes", e.unplanned_activations},
                    {"layer_state_bytes", e.layer_state},

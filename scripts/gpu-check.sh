@@ -270,6 +270,7 @@ bench() {  # bench MODEL PRECISION [nondeterministic]: the last, cuDNN's fastest
   local name=dptrain-$1-$2 rc extra=() label=$2
   if [[ ${3:-} == nondeterministic ]]; then extra=(--nondeterministic) label=$2-nondeterministic name+=-nondeterministic; fi
   if [[ $backend == cpu && $2 != fp32 ]]; then say "$1 $2: left out (the CPU backend trains in fp32)"; return; fi
+  if [[ $backend == cpu && -n ${3:-} ]]; then say "$1 $label: left out (the CPU backend has no algorithm search)"; return; fi
   step "$name" 120 "$work/bin/dptrain" bench --backend "$backend" --model "$1" --precision "$2" --batch-size "$batch" \
     --steps "$steps" --warmup "$warmup" --json "$logs/$name.json" "${extra[@]}"
   rc=$?

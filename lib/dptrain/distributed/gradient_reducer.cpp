@@ -38,9 +38,20 @@ GradientReducer::GradientReducer(Backend& backend, Communicator& comm, std::vect
     b.elements += n;
     stats_.bytes += static_cast<std::int64_t>(n * sizeof(float));
   }
+  // Each gradient becomes a view into its bucket (its current values copied in): the backward pass
+  // writes straight into the memory the allreduce sums in place, as Caffe's and llm.c's gradients
+  // do, so there is no copy in and out per gradient and no second gradient-sized buffer per rank.
   for (Bucket& b : buckets_) {
     b.flat = backend_.allocate(Shape{static_cast<std::int64_t>(b.elements)}, DType::f32);
     b.pending = b.parameters.size();
+    for (std::size_t i = 0; i < b.parameters.size(); ++i) {
+      Parameter& p = *b.parameters[i];
+      DPTRAIN_CHECK(p.grad.layout() == Layout::plain, "parameter ", p.name,
+                    ": the reducer needs plain gradients, not a blocked layout");
+      Tensor in_bucket = b.flat.view_bytes(b.offsets[i] * sizeof(float), p.grad.shape(), DType::f32, Layout::plain);
+      backend_.copy(p.grad, in_bucket);
+      p.grad = in_bucket;
+    }
   }
   if (config_.overlap) thread_ = std::thread([this] { run_thread(); });
 }
@@ -60,19 +71,16 @@ void GradientReducer::attach(Net& net) {
   net.on_gradient_ready([this](Parameter& p) { gradient_ready(p); });
 }
 
-Tensor GradientReducer::slot(Bucket& bucket, std::size_t index) {
-  const Parameter& p = *bucket.parameters[index];
-  return Tensor::view(bucket.flat.data<float>() + bucket.offsets[index], p.grad.shape(), DType::f32,
-                      bucket.flat.device());
-}
-
 void GradientReducer::gradient_ready(Parameter& parameter) {
   auto it = where_.find(&parameter);
   DPTRAIN_CHECK(it != where_.end(), "gradient reducer: parameter ", parameter.name, " is not one of the net's");
   Bucket& bucket = buckets_[it->second.first];
   DPTRAIN_CHECK(bucket.pending > 0, "gradient reducer: parameter ", parameter.name, " reported twice in one step");
-  Tensor destination = slot(bucket, it->second.second);
-  backend_.copy(parameter.grad, destination);
+  // The gradient is its bucket's memory (see the constructor): nothing to copy, unless the parameter's
+  // gradient tensor was replaced since.
+  const void* in_bucket = static_cast<const float*>(bucket.flat.raw()) + bucket.offsets[it->second.second];
+  DPTRAIN_CHECK(parameter.grad.raw() == in_bucket, "gradient reducer: parameter ", parameter.name,
+                "'s gradient is no longer the view into its bucket");
   if (--bucket.pending == 0) {
     bucket.ready = backend_.fence();
     if (!bucket.ready) mark_ready();  // synchronous: the gradients are written now
@@ -153,11 +161,10 @@ void GradientReducer::synchronize() {
     for (Bucket& b : buckets_) reduce(b);
   }
   const double waited = now_seconds() - start;
+  // The sum becomes the mean in place: one scaling per bucket.
   const float scale = 1.f / static_cast<float>(comm_.size());
   for (Bucket& b : buckets_) {
-    for (std::size_t i = 0; i < b.parameters.size(); ++i) {
-      backend_.axpby(scale, slot(b, i), 0.f, b.parameters[i]->grad);
-    }
+    backend_.axpby(scale, b.flat, 0.f, b.flat);
     b.pending = b.parameters.size();
   }
   std::lock_guard lock(mutex_);

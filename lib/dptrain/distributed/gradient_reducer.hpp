@@ -3,13 +3,15 @@
 //
 // Parameters are grouped into buckets of about `bucket_bytes`, in the order their gradients become
 // final (reverse build order: the last layers first). Net::backward reports each parameter as soon
-// as its gradient is written; the reducer copies it into its bucket's flat buffer and, when the
-// bucket is complete, hands the bucket to a communication thread, which sums it over the ranks while
-// the backward pass goes on with earlier layers. On a GPU the copies are queued on the compute stream:
-// the bucket carries a fence, and the communication thread waits on it before it sums the bucket on
-// its own stream (NCCL), so the host that queues the backward pass never waits. synchronize() waits for the buckets
-// still in flight and writes the averages (sum / world size: every rank's loss is the mean over its own batch, so this
-// is the mean over the global batch) back into the gradients.
+// as its gradient is written. Each parameter's gradient tensor is a view into its bucket's flat buffer
+// (the constructor makes it so), so the backward pass writes straight into the buffer the allreduce
+// sums in place; when a bucket is complete, the reducer hands it to a communication thread, which sums
+// it over the ranks while the backward pass goes on with earlier layers. On a GPU the backward's
+// writes are queued on the compute stream: the bucket carries a fence, and the communication thread
+// waits on it before it sums the bucket on its own stream (NCCL), so the host that queues the
+// backward pass never waits. synchronize() waits for the buckets still in flight and scales each
+// bucket into the average (sum / world size: every rank's loss is the mean over its own batch, so
+// this is the mean over the global batch), which the gradients then hold.
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -75,12 +77,11 @@ class GradientReducer {
     std::vector<std::size_t> offsets;  // of each parameter in `flat`, in elements
     std::size_t elements = 0;
     Tensor flat;
-    std::size_t pending = 0;  // gradients not yet copied in this step
-    // Passed once the copies into `flat` are done on the device (null on the synchronous CPU
-    // backend): the communication thread waits on it, never the backward pass.
+    std::size_t pending = 0;  // gradients not yet reported in this step
+    // Passed once the backward's writes into `flat` are done on the device (null on the synchronous
+    // CPU backend): the communication thread waits on it, never the backward pass.
     std::unique_ptr<Fence> ready;
   };
-  Tensor slot(Bucket& bucket, std::size_t index);
   void reduce(Bucket& bucket);
   void enqueue(std::size_t bucket);
   void mark_ready();  // a bucket's gradients are written (now)

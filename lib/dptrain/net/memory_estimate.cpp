@@ -42,7 +42,6 @@ MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& o) {
   if (training) {
     e.gradients = e.parameters;
     e.optimizer = e.parameters;  // one momentum buffer per parameter
-    if (o.ranks > 1) e.buckets = e.gradients;
   }
   if (o.cuda) {
     e.reserved = kCudaReservedBytes;

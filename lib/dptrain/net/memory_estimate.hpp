@@ -21,7 +21,7 @@ struct MemoryEstimateOptions {
   NetPurpose purpose = NetPurpose::training;
   Precision precision = Precision::fp32;
   bool cuda = false;  // the CUDA backend's workspace, low-precision weight copies and context
-  int ranks = 1;      // several ranks add the gradient reducer's buckets (one more copy of the gradients)
+  int ranks = 1;      // the job's ranks: the reducer's buckets hold the gradients themselves, no extra copy
 };
 
 // Bytes, per rank.
@@ -30,7 +30,6 @@ struct MemoryEstimate {
   std::size_t parameters = 0;             // fp32 master weights
   std::size_t gradients = 0;              // their fp32 gradients
   std::size_t optimizer = 0;              // SGD momentum
-  std::size_t buckets = 0;                // the gradient reducer's flat buckets (several ranks)
   std::size_t activations = 0;            // the planned arena of activations and activation gradients
   std::size_t unplanned_activations = 0;  // the same with one buffer per tensor (before the planner)
   std::size_t layer_state =
@@ -40,7 +39,7 @@ struct MemoryEstimate {
       0;  // CPU: oneDNN's blocked copies of the weights; CUDA: cuDNN workspace and low-precision weight copies
   std::size_t reserved = 0;  // CUDA: the context, cuBLAS and cuDNN (set aside before anything else)
 
-  std::size_t fixed() const { return parameters + gradients + optimizer + buckets + workspace + reserved; }
+  std::size_t fixed() const { return parameters + gradients + optimizer + workspace + reserved; }
   std::size_t total() const { return fixed() + activations + layer_state + inputs; }
   std::size_t total_unplanned() const { return fixed() + unplanned_activations + layer_state + inputs; }
 };

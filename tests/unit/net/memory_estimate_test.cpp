@@ -35,15 +35,14 @@ TEST_CASE("the estimate's parts follow the model, the purpose and the precision"
   CHECK(cpu.parameters == 25557032u * 4);
   CHECK(cpu.gradients == cpu.parameters);
   CHECK(cpu.optimizer == cpu.parameters);
-  CHECK(cpu.buckets == 0);
   CHECK(cpu.reserved == 0);
   CHECK(cpu.activations == net->memory_plan().arena_bytes());
   CHECK(cpu.inputs == 8u * 3 * 224 * 224 * 4 + 8 * 4);
   CHECK(cpu.total() == cpu.fixed() + cpu.activations + cpu.layer_state + cpu.inputs);
   CHECK(cpu.total_unplanned() > 3 * cpu.total() / 2);
 
-  o.ranks = 4;
-  CHECK(estimate_memory(*net, o).buckets == cpu.parameters);
+  o.ranks = 4;  // the reducer's buckets are the gradients (views): several ranks need no more memory
+  CHECK(estimate_memory(*net, o).total() == cpu.total());
   o.ranks = 1;
   o.cuda = true;
   const MemoryEstimate gpu = estimate_memory(*net, o);
