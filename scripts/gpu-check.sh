@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The first-run check of a lent GPU machine, in one call of under 7 minutes:
+# The check of a machine with an NVIDIA GPU, in one run of under 7 minutes (docs/gpu-check.md):
 #
-#   here:   scripts/make-gpu-bundle.sh [--train-reference]
-#   there:  run(command="scripts/gpu-check.sh", carry=["gpu-bundle"], timeout_s=480)
+#   on the build machine:  scripts/make-gpu-bundle.sh [--train-reference]
+#   copy the repository with its gpu-bundle/ folder to the GPU machine
+#   on the GPU machine:    scripts/gpu-check.sh
 #
 #   scripts/gpu-check.sh [--bundle FILE] [--rehearse] [LAST_STAGE]      LAST_STAGE 0, 1 (default) or 2
 #
@@ -77,7 +78,7 @@ finish() {
 }
 trap finish EXIT
 trap 'say "stopped by a signal"; exit 143' TERM INT
-show_tail() {  # show_tail LOG: the end of a failing log, on stdout (which always comes back)
+show_tail() {  # show_tail LOG: the end of a failing log, on stdout (which the caller sees even when $OUT is lost)
   echo "----- last lines of $(basename "$1") -----"
   tail -n "${2:-25}" "$1"
   echo "-----"
@@ -94,7 +95,7 @@ else
   say "nvidia-smi: not installed"
 fi
 
-[[ -n $bundle_file && -f $bundle_file ]] || { say "STOP: no bundle: run scripts/make-gpu-bundle.sh on the build machine and carry gpu-bundle"; exit 4; }
+[[ -n $bundle_file && -f $bundle_file ]] || { say "STOP: no bundle: run scripts/make-gpu-bundle.sh on the build machine and copy gpu-bundle/ along"; exit 4; }
 bundle=$work/bundle
 mkdir -p "$bundle"
 if ! tar -C "$bundle" -xf "$bundle_file" 2>"$logs/unpack.log"; then

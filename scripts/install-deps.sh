@@ -33,7 +33,7 @@ install-deps: this is not a Debian-like system, so nothing was installed.
 Install these (or their equivalents) yourself: a C++20 compiler, CMake >= 3.25, oneDNN, Open MPI,
 HDF5 (C library and tools), CLI11, Catch2 v2, libjpeg-turbo, nlohmann-json, zlib, Python 3 with
 PyYAML (for the tests), and optionally CUDA + cuDNN + NCCL.
-With Spack:  spack env activate . && spack concretize && spack install   (see README.md)
+With Spack:  spack env activate . && spack concretize && spack install   (see docs/installing.md)
 MSG
   exit 0
 fi

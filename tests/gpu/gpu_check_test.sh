@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# scripts/make-gpu-bundle.sh and scripts/gpu-check.sh's stage 0 on this machine, as a lent GPU
-# machine would run them: the bundle is made from this build, and stage 0 unpacks it into a temporary
+# scripts/make-gpu-bundle.sh and scripts/gpu-check.sh's stage 0 on this machine, as a GPU machine
+# would run them: the bundle is made from this build, and stage 0 unpacks it into a temporary
 # folder, finds the CUDA libraries, loads every executable and runs `dptrain info`.
 #  1. Without a GPU it ends with "no usable GPU" and the runtime's cudaError name (exit 3; with a
 #     GPU: "stage 0 passed", exit 0), leaving at most 6 files in $OUT, whose log archive unpacks.
 #  2. Without a working gzip or xz program it unpacks (and packs its logs) with Python's tarfile.
-#  3. Libraries laid out as on the H200 machine (PyTorch's nvidia-* wheels in a python3's
+#  3. Libraries laid out as PyTorch's nvidia-* wheels lay them out (in a python3's
 #     site-packages) are found there, preferred, and are what `dptrain info` reports loaded.
 #  4. A CUDA library the bundle needs and the machine lacks stops it with "NOT FOUND" (exit 4).
 #  5. --rehearse runs stage 1's plumbing on the CPU backend: a table, a valid bench.json, the archive.
@@ -49,11 +49,11 @@ expect_end() {  # expect_end NAME: the verdict of a machine without (or with) a 
   fi
 }
 
-# 1. Stage 0 as it runs on a lent machine.
+# 1. Stage 0 as it runs on a GPU machine.
 stage0 plain
 expect_end plain
 files=$(find "$work/plain/out" -type f | wc -l)
-(( files <= 6 )) || fail "stage 0 left $files files in \$OUT (at most 6 come back from the device tool)"
+(( files <= 6 )) || fail "stage 0 left $files files in \$OUT (the check writes at most 6)"
 [[ -s $work/plain/out/summary.txt && -s $work/plain/out/logs.tar.gz ]] || fail "no summary.txt or logs.tar.gz in \$OUT"
 grep -q 'libcudnn.so.9 -> /' "$work/plain.log" || fail "stage 0 did not say where libcudnn.so.9 is"
 grep -q 'ld.so --list: every executable loads' "$work/plain.log" || fail "stage 0 did not check the executables load"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The install tree: `cmake --install` into a fresh prefix, then the layout the Spack recipe and users
 # rely on (see cmake/Install.cmake): bin/dptrain runs from there and says how it was built, the docs
-# and the Slurm scripts are where the README says, the scripts are executable.
+# and the Slurm scripts are where docs/installing.md says, the scripts are executable.
 # Usage: check_install.sh CMAKE BUILD_DIR SOURCE_DIR VERSION BUILT_BY BUILD_TYPE
 set -uo pipefail
 cmake=$1 build=$2 source=$3 version=$4 built_by=$5 build_type=$6
@@ -28,6 +28,11 @@ fi
 docs=$prefix/share/doc/dptrain
 for doc in README.md datasets/README.md; do
   cmp -s "$source/$doc" "$docs/$doc" || fail "share/doc/dptrain/$doc is missing or differs from $doc"
+done
+# The guide (docs/*.md), every page.
+for page in "$source"/docs/*.md; do
+  doc=docs/$(basename "$page")
+  cmp -s "$page" "$docs/$doc" || fail "share/doc/dptrain/$doc is missing or differs from $doc"
 done
 
 # Every script, setting and note under slurm/ (but the test cluster) is installed, scripts executable.

@@ -65,6 +65,8 @@ RECIPE_DEFINES = {"DPTRAIN_CUDA", "DPTRAIN_BUILD_TESTS", "DPTRAIN_BUILT_BY", "DP
 ENV_FILE = Path("spack.yaml")
 # The example for centres: every dependency an external. Same recipe repository, same clone.
 SITE_ENV_FILE = Path("spack") / "site-externals" / "spack.yaml"
+# The guide's page that tells users how to install with Spack (its section "Install with Spack").
+INSTALL_PAGE = Path("docs") / "installing.md"
 
 # The GPUs CUDA 13 no longer reaches: the recipe itself must keep them on CUDA 12.
 CUDA_12_ARCHS = ("60", "70")
@@ -179,15 +181,17 @@ def check_site_environment(root: Path, version: str, problems: Problems, repo_di
 
 
 def check_readme(env: dict, root: Path, problems: Problems):
-    """README.md's Spack section says what the environment does: where it is, and the MPI spec."""
-    readme = (root / "README.md").read_text(encoding="utf-8") if (root / "README.md").is_file() else ""
+    """The guide's Spack section (docs/installing.md) says what the environment does: where it is, and
+    the MPI spec."""
+    page = root / INSTALL_PAGE
+    readme = page.read_text(encoding="utf-8") if page.is_file() else ""
     activate = "spack env activate ."
-    problems.check(activate in readme, f"README.md must tell users to run '{activate}' (spack.yaml is at the top)")
-    problems.check("spack/env" not in readme, "README.md still names spack/env (the environment is spack.yaml)")
-    problems.check(SITE_ENV_FILE.as_posix() in readme, f"README.md must point centres to {SITE_ENV_FILE}")
+    problems.check(activate in readme, f"{INSTALL_PAGE} must tell users to run '{activate}' (spack.yaml is at the top)")
+    problems.check("spack/env" not in readme, f"{INSTALL_PAGE} still names spack/env (the environment is spack.yaml)")
+    problems.check(SITE_ENV_FILE.as_posix() in readme, f"{INSTALL_PAGE} must point centres to {SITE_ENV_FILE}")
     for text in env.get("specs") or []:
         if str(text).startswith("openmpi"):
-            problems.check(str(text) in readme, f"README.md must name the environment's MPI spec '{text}'")
+            problems.check(str(text) in readme, f"{INSTALL_PAGE} must name the environment's MPI spec '{text}'")
 
 
 def check_repository(repo_dir: Path, problems: Problems):

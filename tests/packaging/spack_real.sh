@@ -2,7 +2,7 @@
 # The Spack environments and recipe, run by a real Spack (CTest label packaging).
 #
 # Usage: spack_real.sh SOURCE_DIR CHECK
-#   readme        the README's environment (spack.yaml), concretized with the README's own commands
+#   readme        the guide's environment (spack.yaml), concretized with docs/installing.md's own commands
 #   env-create    `spack env create` from spack.yaml elsewhere still finds the recipe and the clone
 #   audit         `spack audit packages dptrain`, and a plain dptrain@0.1.0 has a git fetcher
 #   style         `spack style` on the recipe (isort, black, flake8 with Spack's settings)
@@ -55,11 +55,11 @@ timed() {  # timed LABEL COMMAND...: runs it and prints how long it took
 
 case $check in
 readme)
-  # The README's commands, as written there (the fenced block after "## Install with Spack"),
-  # without `spack install`: installing the README's environment downloads every source.
-  block=$(awk '/^## Install with Spack/ {s = 1} s && /^```/ {if (b) exit; b = 1; next} b' README.md)
+  # The guide's commands, as written there (the fenced block after "## Install with Spack" in
+  # docs/installing.md), without `spack install`: installing that environment downloads every source.
+  block=$(awk '/^## Install with Spack/ {s = 1} s && /^```/ {if (b) exit; b = 1; next} b' docs/installing.md)
   expected=$'spack env activate .\nspack concretize\nspack install'
-  [[ $block == "$expected" ]] || fail "README's Spack commands changed; update this test:"$'\n'"$block"
+  [[ $block == "$expected" ]] || fail "docs/installing.md's Spack commands changed; update this test:"$'\n'"$block"
   # A spack.lock already here would make `spack concretize` a no-op: set it aside for the run.
   saved=""
   if [[ -f spack.lock ]]; then
@@ -82,7 +82,7 @@ readme)
   rm -f "$log"
   ;;
 env-create)
-  # A named environment, as the README says, made from the file (it lives in Spack's own tree).
+  # A named environment, as docs/installing.md says, made from the file (it lives in Spack's own tree).
   name=dptrain-env-create-test-$$
   trap 'spack env rm -y "$name" >/dev/null 2>&1 || true' EXIT
   spack env create "$name" spack.yaml

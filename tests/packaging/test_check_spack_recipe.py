@@ -17,6 +17,7 @@ SOURCE = Path(sys.argv.pop(1) if len(sys.argv) > 1 else Path(__file__).parents[2
 RECIPE = "spack/repo/spack_repo/dptrain/packages/dptrain/package.py"
 ENV = "spack.yaml"
 SITE_ENV = "spack/site-externals/spack.yaml"
+INSTALL_PAGE = "docs/installing.md"
 
 
 class DriftIsCaught(unittest.TestCase):
@@ -24,7 +25,8 @@ class DriftIsCaught(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = Path(self.tmp.name)
         shutil.copy(SOURCE / "CMakeLists.txt", self.root)
-        shutil.copy(SOURCE / "README.md", self.root)
+        (self.root / "docs").mkdir()
+        shutil.copy(SOURCE / INSTALL_PAGE, self.root / INSTALL_PAGE)
         shutil.copytree(SOURCE / "cmake", self.root / "cmake")
         shutil.copy(SOURCE / ENV, self.root / ENV)
         shutil.copytree(SOURCE / "spack", self.root / "spack", ignore=shutil.ignore_patterns(".spack-env", "spack.lock"))
@@ -98,7 +100,7 @@ class DriftIsCaught(unittest.TestCase):
         self.assert_fails_naming("not valid YAML")
 
     def test_readme_out_of_date(self):
-        self.edit("README.md", "spack env activate .", "spack env activate spack/env")
+        self.edit(INSTALL_PAGE, "spack env activate .", "spack env activate spack/env")
         self.edit(ENV, "- openmpi ~fortran fabrics=ucx", "- openmpi ~fortran fabrics=ofi")
         self.assert_fails_naming("spack env activate .", "names spack/env", "openmpi ~fortran fabrics=ofi")
 

@@ -90,7 +90,7 @@ void check_round_trips(const Record& filled) {
   }
 }
 
-// Every field's name appears in `doc` as `name` (the format tables of the READMEs).
+// Every field's name appears in `doc` as `name` (the format tables of the documentation).
 template <class Record>
 void check_documented(const Record& record, const std::filesystem::path& doc) {
   std::ifstream in(doc);

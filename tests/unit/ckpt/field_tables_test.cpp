@@ -1,5 +1,5 @@
 // The field tables of the records a checkpoint and a shard hold: every field round-trips through
-// every form it is stored or sent in, and the format tables of the READMEs name every field.
+// every form it is stored or sent in, and the format tables of the documentation name every field.
 #include <catch2/catch.hpp>
 
 #include "dptrain/ckpt/training_state.hpp"
@@ -11,11 +11,11 @@ namespace {
 const std::filesystem::path kSource = DPTRAIN_SOURCE_DIR;
 
 TEST_CASE("Progress: every field round-trips and is documented", "[ckpt][fields]") {
-  testing::check_field_table<ckpt::Progress>(kSource / "README.md");
+  testing::check_field_table<ckpt::Progress>(kSource / "docs" / "checkpoints.md");
 }
 
 TEST_CASE("the optimizer's attributes round-trip and are documented", "[ckpt][fields]") {
-  testing::check_field_table<ckpt::OptimizerState>(kSource / "README.md");
+  testing::check_field_table<ckpt::OptimizerState>(kSource / "docs" / "checkpoints.md");
 }
 
 TEST_CASE("the shard header round-trips and is documented", "[data][fields]") {
