@@ -17,10 +17,12 @@ source "$(dirname "$0")/close_params.sh"
 data=${2:?usage: $0 DPTRAIN DATA freeze|kill}
 mode=${3:?usage: $0 DPTRAIN DATA freeze|kill}
 steps=400
-# Parameters of runs that sum their gradients in another order differ by rounding, which 400 steps of
-# SGD carry along (measured: up to 1.7e-3 on weights of about 0.3): an absolute tolerance above that,
-# and far below what the training after the checkpoint changes (checked below).
-tolerance=1e-2
+# Parameters of runs that sum their gradients in another order differ by rounding, which 380 steps of
+# SGD amplify: the lost run's first 20 steps were summed by 4 ranks (hierarchical), the reference's by
+# 2 (flat). Measured on the test cluster: up to 3.8e-2 on a few of lenet's 431,080 weights, the same
+# figure in the freeze and the kill test (each run is deterministic). The tolerance sits above that
+# and below what the training after the checkpoint changes (checked below, so it proves something).
+tolerance=1e-1
 
 submit() {  # submit NAME NODES GPUS_PER_NODE BATCH [OPTIONS...]: the same training
   local name=$1 nodes=$2 gpus=$3 batch=$4
