@@ -1,8 +1,10 @@
 # The two commands a newcomer needs (see README.md):
 #   make demo   install what is missing, build, run the demo job
 #   make test   install what is missing, build, run every test
-# PRESET picks the CMake preset (cpu, cuda, debug, asan); JOBS the build parallelism.
+# PRESET picks the CMake preset (cpu, cuda, debug, asan, tsan); JOBS the build parallelism; WERROR=ON
+# makes warnings in our code errors (CI sets it; it applies when a build folder is first configured).
 PRESET ?= cpu
+WERROR ?= OFF
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build/$(PRESET)
 DPTRAIN := $(BUILD_DIR)/app/dptrain
@@ -16,7 +18,7 @@ deps:
 
 # Configure once; later builds are incremental (CMake re-runs itself when CMakeLists change).
 $(BUILD_DIR)/CMakeCache.txt:
-	cmake --preset $(PRESET)
+	cmake --preset $(PRESET) -DDPTRAIN_WERROR=$(WERROR)
 
 configure: deps $(BUILD_DIR)/CMakeCache.txt
 

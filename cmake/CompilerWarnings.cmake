@@ -16,3 +16,11 @@ if(DPTRAIN_TSAN)
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=thread -fno-omit-frame-pointer>)
   target_link_options(dptrain_compile_options INTERFACE -fsanitize=thread)
 endif()
+# Warnings as errors (DPTRAIN_WERROR, on in CI): our code builds clean with the flags above, and a new
+# warning should stop a change from landing rather than scroll past. Off by default, so a newer
+# compiler's new warnings never stop a user's build.
+if(DPTRAIN_WERROR)
+  target_compile_options(dptrain_compile_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
+endif()

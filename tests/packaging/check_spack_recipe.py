@@ -56,7 +56,7 @@ PINNED_MAJOR = {"onednn": 2, "catch2": 2}
 
 # The C4130 P100 environment the issue asks for.
 ENV_SPECS = ["dptrain", "cuda", "cudnn", "nccl", "openmpi", "hdf5", "onednn", "libjpeg-turbo", "cli11", "catch2"]
-RECIPE_DEFINES = {"DPTRAIN_CUDA", "DPTRAIN_BUILD_TESTS", "DPTRAIN_BUILT_BY", "DPTRAIN_SPACK_SPEC",
+RECIPE_DEFINES = {"DPTRAIN_CUDA", "DPTRAIN_BUILD_TESTS", "DPTRAIN_BUILT_BY", "DPTRAIN_SPACK_SPEC", "DPTRAIN_CCACHE",
                   "CMAKE_CUDA_ARCHITECTURES", "CMAKE_CUDA_COMPILER", "CUDAToolkit_ROOT", "CUDNN_ROOT", "NCCL_ROOT"}
 
 # The one environment users and tests use: at the top level, beside CMakeLists.txt. Spack's writes

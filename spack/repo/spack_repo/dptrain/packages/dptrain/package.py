@@ -95,6 +95,9 @@ class Dptrain(CMakePackage, CudaPackage):
             # What `dptrain info` prints, so a job log names the exact build.
             self.define("DPTRAIN_BUILT_BY", "spack"),
             self.define("DPTRAIN_SPACK_SPEC", spec.format("{name}{@version}{variants} {/hash:7}")),
+            # Spack runs ccache itself when its config says so (config:ccache); CMake's own
+            # launcher would put a second one in front of Spack's compiler wrapper.
+            self.define("DPTRAIN_CCACHE", False),
         ]
         if spec.satisfies("+cuda"):
             # The toolkit, cuDNN and NCCL of this spec, never a system CUDA in /usr/local/cuda:
