@@ -23,4 +23,15 @@ if(DPTRAIN_WERROR)
   target_compile_options(dptrain_compile_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-Werror>
     $<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings -Xcompiler=-Werror>)
+  # The sanitizers' instrumentation makes GCC's flow-sensitive warnings unreliable (GCC's manual
+  # advises against -Werror with -fsanitize; GCC 12 reports std::regex's own states as "maybe
+  # uninitialized" under ASan). These stay warnings in the sanitizer builds and remain errors in the
+  # uninstrumented cpu and cuda builds, where they are trustworthy.
+  if(DPTRAIN_SANITIZE OR DPTRAIN_TSAN)
+    target_compile_options(dptrain_compile_options INTERFACE
+      $<$<COMPILE_LANGUAGE:CXX>:-Wno-error=maybe-uninitialized -Wno-error=uninitialized
+      -Wno-error=array-bounds -Wno-error=stringop-overflow -Wno-error=stringop-overread
+      -Wno-error=null-dereference -Wno-error=free-nonheap-object -Wno-error=use-after-free
+      -Wno-error=dangling-pointer -Wno-error=tsan>)
+  endif()
 endif()
