@@ -125,7 +125,7 @@ int run_bench(const BenchOptions& o) {
   const std::size_t planned_bytes =
       (o.device.memory_plan ? estimate.total() : estimate.total_unplanned()) - estimate.reserved;
   const std::size_t peak_bytes = peak_memory_bytes(memory_mib);
-  const AlgorithmSearch search = algorithm_search(*backend);
+  const AlgorithmSearchStats search = backend->algorithm_search();
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
   const double flops_per_image = 3.0 * net->flops_per_sample();
   const double achieved = rate.mean * flops_per_image / 1e9;

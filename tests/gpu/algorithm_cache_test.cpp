@@ -104,3 +104,123 @@ TEST_CASE("the cache counts the searches that had to take a nondeterministic alg
   CHECK(cache.stats().searches == 2);
   CHECK(cache.stats().nondeterministic_fallbacks == 1);
 }
+
+namespace {
+const std::string kGpu = "NVIDIA H200 (sm_90), cuDNN 9.19.0, deterministic algorithms";
+
+// A cache that has searched two passes of one shape, as after a first step.
+AlgorithmCache searched_cache() {
+  AlgorithmCache cache;
+  cache.add(AlgorithmCache::key("forward", DType::f32, bottleneck_3x3("conv")), {6, 4096, CUDNN_FMA_MATH}, 0.2);
+  cache.add(AlgorithmCache::key("backward-weights", DType::bf16, bottleneck_3x3("conv")), {1, 0, CUDNN_TENSOR_OP_MATH},
+            0.3);
+  return cache;
+}
+
+// The text of one choice, to build hostile lists from.
+std::string list_with(const std::string& choice, const std::string& fingerprint = kGpu) {
+  return R"({"format":"dptrain cuDNN convolution algorithms 1","fingerprint":")" + fingerprint + R"(","choices":[)" +
+         choice + "]}";
+}
+}  // namespace
+
+TEST_CASE("choices written as text are taken whole by another cache made for the same GPU and policy") {
+  const AlgorithmCache made = searched_cache();
+  const std::string text = made.to_text(kGpu);
+  AlgorithmCache taker;
+  // The taker had timed a different forward algorithm: the adopted one replaces it.
+  const std::string forward = AlgorithmCache::key("forward", DType::f32, bottleneck_3x3("conv"));
+  taker.add(forward, {0, 0, CUDNN_DEFAULT_MATH}, 0.1);
+  CHECK(taker.generation() == 0);
+  const dptrain::AdoptedChoices adopted = taker.adopt(text, kGpu);
+  CHECK(adopted.refused.empty());
+  CHECK(adopted.taken == 2);
+  CHECK(taker.generation() == 1);
+  CHECK(taker.stats().adopted == 2);
+  const dptrain::cuda::FoundAlgorithm* found = taker.find(forward, /*count_reuse=*/false);
+  REQUIRE(found != nullptr);
+  CHECK(found->algo == 6);
+  CHECK(found->workspace == 4096);
+  CHECK(found->math == CUDNN_FMA_MATH);
+  CHECK(found->adopted);
+  CHECK(taker.stats().reused == 0);  // a look again after adopt() is not a search saved
+  const dptrain::cuda::FoundAlgorithm* weights =
+      taker.find(AlgorithmCache::key("backward-weights", DType::bf16, bottleneck_3x3("conv")));
+  REQUIRE(weights != nullptr);
+  CHECK(weights->algo == 1);
+  CHECK(weights->math == CUDNN_TENSOR_OP_MATH);
+  CHECK(taker.stats().reused == 1);
+  // The taker's text now says the same as the maker's: a checkpoint of the resumed run stores the same.
+  CHECK(taker.to_text(kGpu) == text);
+}
+
+TEST_CASE("choices made for another GPU, cuDNN or policy are refused, naming both") {
+  const std::string text = searched_cache().to_text(kGpu);
+  for (const std::string& other : {std::string("NVIDIA A100-SXM4-40GB (sm_80), cuDNN 9.19.0, deterministic algorithms"),
+                                   std::string("NVIDIA H200 (sm_90), cuDNN 9.20.0, deterministic algorithms"),
+                                   std::string("NVIDIA H200 (sm_90), cuDNN 9.19.0, any algorithm")}) {
+    AlgorithmCache taker;
+    const dptrain::AdoptedChoices adopted = taker.adopt(text, other);
+    INFO(adopted.refused);
+    CHECK(adopted.taken == 0);
+    CHECK(adopted.refused.find(kGpu) != std::string::npos);
+    CHECK(adopted.refused.find(other) != std::string::npos);
+    CHECK(taker.generation() == 0);
+    CHECK(taker.stats().adopted == 0);
+  }
+}
+
+TEST_CASE("an empty list is taken as nothing, and the plans are not asked to look again") {
+  const std::string text = AlgorithmCache().to_text(kGpu);
+  AlgorithmCache taker;
+  const dptrain::AdoptedChoices adopted = taker.adopt(text, kGpu);
+  CHECK(adopted.refused.empty());
+  CHECK(adopted.taken == 0);
+  CHECK(taker.generation() == 0);
+}
+
+TEST_CASE("text that is not a valid choice list is refused whole, with the reason, and changes nothing") {
+  const std::string forward = AlgorithmCache::key("forward", DType::f32, bottleneck_3x3("conv"));
+  const std::string good = R"({"key":")" + forward + R"(","algo":1,"workspace":0,"math":0})";
+  struct Case {
+    std::string text;
+    std::string reason;  // a part of the reason given
+  };
+  const std::vector<Case> cases = {
+      {"", "not dptrain's"},
+      {"not json at all", "not dptrain's"},
+      {"[1,2,3]", "not dptrain's"},
+      {R"({"format":"something else","fingerprint":")" + kGpu + R"(","choices":[]})", "not dptrain's"},
+      {R"({"format":"dptrain cuDNN convolution algorithms 1","fingerprint":7,"choices":[]})", "not dptrain's"},
+      {R"({"format":"dptrain cuDNN convolution algorithms 1","fingerprint":")" + kGpu + R"(","choices":{}})",
+       "not dptrain's"},
+      {list_with("42"), "choice 1 lacks"},
+      {list_with(good + R"(,{"key":"forward x","algo":1,"workspace":0})"), "choice 2 lacks"},
+      {list_with(R"({"key":"sideways f32 1x1","algo":1,"workspace":0,"math":0})"), "names no convolution pass"},
+      {list_with(R"({"key":"forwardish f32","algo":1,"workspace":0,"math":0})"), "names no convolution pass"},
+      {list_with(R"({"key":"forward )" + std::string(2000, 'x') + R"(","algo":1,"workspace":0,"math":0})"),
+       "names no convolution pass"},
+      {list_with(R"({"key":"forward f32","algo":-1,"workspace":0,"math":0})"), "out of range"},
+      {list_with(R"({"key":"forward f32","algo":)" + std::to_string(CUDNN_CONVOLUTION_FWD_ALGO_COUNT) +
+                 R"(,"workspace":0,"math":0})"),
+       "out of range"},
+      {list_with(R"({"key":"backward-data f32","algo":)" + std::to_string(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT) +
+                 R"(,"workspace":0,"math":0})"),
+       "out of range"},
+      {list_with(R"({"key":"forward f32","algo":1.5,"workspace":0,"math":0})"), "lacks"},
+      {list_with(R"({"key":"forward f32","algo":1,"workspace":-4,"math":0})"), "lacks"},
+      {list_with(R"({"key":"forward f32","algo":1,"workspace":0,"math":9})"), "math type 9"},
+      {list_with(R"({"key":"forward f32","algo":1,"workspace":2000000000000000,"math":0})"), "workspace of"},
+      {std::string(17u << 20, ' '), "bytes long"},
+  };
+  for (const Case& c : cases) {
+    AlgorithmCache taker = searched_cache();
+    const std::string before = taker.to_text(kGpu);
+    const dptrain::AdoptedChoices adopted = taker.adopt(c.text, kGpu);
+    INFO(c.text.substr(0, 200) << " -> " << adopted.refused);
+    CHECK(adopted.taken == 0);
+    CHECK(adopted.refused.find(c.reason) != std::string::npos);
+    CHECK(taker.generation() == 0);
+    CHECK(taker.to_text(kGpu) == before);  // a bad entry after good ones takes none of them
+  }
+}

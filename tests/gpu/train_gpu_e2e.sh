@@ -4,7 +4,9 @@
 #  1. fp32 on the GPU reaches the CPU's validation top-1 (within 0.05) and reports its GPU memory;
 #  2. bf16, and fp16 with dynamic loss scaling, learn as well (within 0.05 of fp32 on the GPU);
 #  3. a 2-rank job (NCCL) when the machine has 2 GPUs;
-#  4. a stopped fp16 run resumes; 5. `dptrain eval --backend cuda` of its checkpoint agrees with the CPU's.
+#  4. a stopped fp16 run resumes; 5. `dptrain eval --backend cuda` of its checkpoint agrees with the CPU's;
+#  6. an fp32 run stopped and resumed takes its cuDNN algorithms from the checkpoint and ends bit for
+#     bit where the uninterrupted run ends.
 # Without a usable GPU it reports itself skipped (exit 77).
 # Usage: train_gpu_e2e.sh DPTRAIN [MPIEXEC]
 set -uo pipefail
@@ -71,4 +73,21 @@ run eval_gpu "$dptrain" eval --checkpoint "$work/ckpt" --data "$work/data" --bac
 within "$(eval_top1 "$work/eval_gpu.json")" "$(eval_top1 "$work/eval_cpu.json")" 0.01 ||
   fail "eval top-1 on the GPU $(eval_top1 "$work/eval_gpu.json"), on the CPU $(eval_top1 "$work/eval_cpu.json")"
 echo "5. eval of the fp16 checkpoint: top-1 $(eval_top1 "$work/eval_gpu.json") on the GPU, $(eval_top1 "$work/eval_cpu.json") on the CPU"
+# 6. Bit-exact resume on the GPU: deterministic algorithms, chosen once and carried by the checkpoint.
+exact=("${common[@]}" --backend cuda --steps 40 --checkpoint-every 20)
+run exact_full "$dptrain" "${exact[@]}" --checkpoint-dir "$work/exact_full"
+"$dptrain" "${exact[@]}" --checkpoint-dir "$work/exact_split" --stop-at-step 20 > "$work/exact_stop.log" 2>&1
+[[ $? -eq 75 ]] || { cat "$work/exact_stop.log"; fail "the fp32 run did not stop with exit code 75"; }
+h5dump -a /tuned_choices "$work/exact_split/ckpt-000000020.h5" > "$work/choices.txt" 2>&1 ||
+  { cat "$work/choices.txt"; fail "the GPU checkpoint stores no cuDNN algorithm choices"; }
+run exact_resume "$dptrain" "${exact[@]}" --checkpoint-dir "$work/exact_split"
+grep -q "cuDNN algorithms: [0-9]* choices taken from the checkpoint" "$work/exact_resume.log" ||
+  { cat "$work/exact_resume.log"; fail "the resumed run did not take the checkpoint's cuDNN algorithms"; }
+groups=(/params /optimizer /progress)
+h5ls "$work/exact_full/ckpt-000000040.h5/buffers" > /dev/null 2>&1 && groups+=(/buffers)
+for group in "${groups[@]}"; do
+  h5diff -r "$work/exact_full/ckpt-000000040.h5" "$work/exact_split/ckpt-000000040.h5" "$group" "$group" \
+    > "$work/h5diff.log" 2>&1 || { head -n 40 "$work/h5diff.log"; fail "$group differs after the GPU resume"; }
+done
+echo "6. fp32 stopped at 20 and resumed on the GPU = uninterrupted, bit for bit"
 echo "PASS"

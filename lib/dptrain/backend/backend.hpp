@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "dptrain/backend/specs.hpp"
+#include "dptrain/backend/tuned_choices.hpp"
 #include "dptrain/core/input_format.hpp"
 #include "dptrain/core/precision.hpp"
 #include "dptrain/core/tensor.hpp"
@@ -194,6 +195,16 @@ class Backend {
   // The device's practical fp32 peak in GFLOP/s, measured now with a large matrix multiply (oneDNN's
   // sgemm, cuBLAS's SGEMM): the reference a benchmark's efficiency is a ratio to.
   virtual double measure_peak_gflops() = 0;
+
+  // Choices made by measuring (tuned_choices.hpp): this backend's as text, for rank 0 to share and a
+  // checkpoint to keep ("" where nothing is measured, the CPU); and choices made elsewhere, taken in
+  // place of this backend's own from the next use of each op on, when they were made on the same
+  // kind of device with the same library versions and policy (refused with the reason otherwise).
+  virtual std::string tuned_choices() const { return {}; }
+  virtual AdoptedChoices adopt_tuned_choices(const std::string& /*text*/) {
+    return {0, "the " + name() + " backend chooses nothing by measuring"};
+  }
+  virtual AlgorithmSearchStats algorithm_search() const { return {}; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

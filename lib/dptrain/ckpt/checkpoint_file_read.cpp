@@ -122,6 +122,8 @@ TrainingState read_validated(const std::string& path) {
   s.model = h5::read_string_attribute(f, "model", path);
   s.configuration = h5::read_string_attribute(f, "configuration", path);
   s.dptrain_version = h5::read_string_attribute(f, "dptrain_version", path);
+  // Added with GPU resumes that continue bit for bit; absent from CPU runs and older checkpoints.
+  if (h5::has_attribute(f, "tuned_choices")) s.tuned_choices = h5::read_string_attribute(f, "tuned_choices", path);
   s.parameters = read_section(f, kParamsGroup, path);
   s.buffers = read_section(f, kBuffersGroup, path);
   {

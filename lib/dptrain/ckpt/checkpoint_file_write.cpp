@@ -59,6 +59,8 @@ std::string checkpoint_file_image(const TrainingState& state) {
     h5::write_attribute(f, "model", state.model);
     h5::write_attribute(f, "configuration", state.configuration);
     h5::write_attribute(f, "dptrain_version", state.dptrain_version);
+    // Only where the run chose something by measuring (a GPU): CPU checkpoints stay as they were.
+    if (!state.tuned_choices.empty()) h5::write_attribute(f, "tuned_choices", state.tuned_choices);
     write_section(f, kParamsGroup, state.parameters);
     write_section(f, kBuffersGroup, state.buffers);
     {

@@ -1,7 +1,8 @@
 #pragma once
 // The checkpoint file's layout (format "dptrain-checkpoint", version 1), shared by writer and reader.
 //
-//   /                  attributes: format, format_version, model, configuration (JSON), dptrain_version
+//   /                  attributes: format, format_version, model, configuration (JSON), dptrain_version,
+//                      tuned_choices (JSON; GPU runs only: the cuDNN algorithms, for a bit-exact resume)
 //   /params/<name>     one float32 dataset per parameter, named by its stable name ("inception_3a/1x1/weight",
 //                      so groups nest at every '/'), shaped like the parameter
 //   /buffers/<name>    batch-norm running statistics, the same way

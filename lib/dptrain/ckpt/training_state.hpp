@@ -86,6 +86,9 @@ struct TrainingState {
   Progress progress;
   std::string configuration;  // the run's full configuration as JSON, given by the caller
   std::string dptrain_version;
+  // What the backend chose by measuring (cuDNN's convolution algorithms, backend/tuned_choices.hpp),
+  // so a resume on the same GPU and libraries computes as the run did; "" on the CPU.
+  std::string tuned_choices;
   std::string source;  // the file this state was read from ("" when captured); named in errors
 };
 

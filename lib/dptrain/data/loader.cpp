@@ -3,7 +3,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <list>
 
@@ -117,11 +116,6 @@ std::int64_t Loader::global_batch() const { return static_cast<std::int64_t>(con
 
 std::int64_t Loader::steps_per_epoch() const {
   return Sampler::steps_per_epoch(split_.samples, global_batch(), drop_last());
-}
-
-double Loader::wait_seconds() const {
-  std::lock_guard lock(mutex_);
-  return wait_seconds_;
 }
 
 bool Loader::cursor_has_batch() {
@@ -335,14 +329,12 @@ void Loader::stop_workers() {
 Batch Loader::next() {
   std::unique_lock lock(mutex_);
   if (workers_.empty()) start_workers();  // they wait for the lock we hold
-  const auto start = std::chrono::steady_clock::now();
   // Batches completed before a failure are still handed out, in order, so an error surfaces at the
   // batch that needs the bad shard, whatever the number of threads.
   const auto front_ready = [&] { return !slots_.empty() && slots_.front()->done == config_.batch; };
   batch_ready_.wait(lock, [&] {
     return front_ready() || (error_ && in_flight_ == 0) || (!error_ && slots_.empty() && !cursor_has_batch());
   });
-  wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!front_ready() && error_) std::rethrow_exception(error_);
   if (slots_.empty()) {  // evaluation is over
     Batch end;

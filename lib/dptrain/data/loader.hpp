@@ -83,8 +83,6 @@ class Loader {
   // not be multiples of the global batch (a job resumed on another number of ranks).
   void seek(std::int64_t epoch, std::int64_t position);
 
-  // Total seconds next() spent waiting for a batch (the data-wait time of the metrics).
-  double wait_seconds() const;
   std::int64_t steps_per_epoch() const;
   std::int64_t samples() const { return sampler_.size(); }
   const LoaderConfig& config() const { return config_; }
@@ -142,7 +140,6 @@ class Loader {
   std::deque<std::unique_ptr<Slot>> slots_;  // batches being prepared or ready, oldest first
   int next_item_ = 0;  // next sample of slots_.back() to give a worker; B when it has given them all
   int in_flight_ = 0;  // samples handed to workers and not finished
-  double wait_seconds_ = 0;
 };
 
 }  // namespace dptrain::data

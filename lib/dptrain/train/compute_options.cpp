@@ -79,16 +79,6 @@ double peak_device_mib([[maybe_unused]] Backend& backend) {
   return -1;
 }
 
-AlgorithmSearch algorithm_search([[maybe_unused]] Backend& backend) {
-#if DPTRAIN_HAVE_CUDA
-  if (!backend.device().is_cpu()) {
-    const cuda::AlgorithmSearchStats stats = cuda::algorithm_search_stats(backend);
-    return {stats.searches, stats.reused, stats.seconds, stats.nondeterministic_fallbacks};
-  }
-#endif
-  return {};
-}
-
 int loader_threads(int requested, const distributed::Job& job, bool on_gpu) {
   if (requested > 0) return requested;
   const int compute = on_gpu                      ? 1

@@ -45,14 +45,4 @@ MemoryOptions memory_options(const BackendOptions& options, NetPurpose purpose);
 // The device memory the backend's allocator has handed out at most (MiB); a negative number on the CPU.
 double peak_device_mib(Backend& backend);
 
-// The convolution algorithm searches a GPU backend made so far (cuDNN times the candidates once per
-// distinct shape and pass; a repeated shape reuses the choice); all zero on the CPU.
-struct AlgorithmSearch {
-  int searches = 0;
-  int reused = 0;
-  double seconds = 0;
-  int nondeterministic_fallbacks = 0;  // searches where no deterministic algorithm ran
-};
-AlgorithmSearch algorithm_search(Backend& backend);
-
 }  // namespace dptrain

@@ -169,6 +169,7 @@ void RunCheckpoints::restore(const std::string& model, Net& net, Sgd& sgd, const
            << " of this run and its classifier fits, so it is kept (a classifier is started afresh only from a "
               "step-0 checkpoint)\n";
     }
+    located_choices_ = std::move(loaded_->tuned_choices);
     loaded_.reset();  // the host copies are no longer needed
   }
   distributed::broadcast_training_state(net, sgd, comm_);
@@ -195,11 +196,18 @@ RunCheckpoints::Next RunCheckpoints::after_step(std::int64_t step, bool last_ste
   return flags[2] ? Next::checkpoint : Next::train;
 }
 
+std::string RunCheckpoints::restored_tuned_choices() {
+  std::string text = comm_.rank() == 0 ? located_choices_ : std::string();
+  distributed::broadcast_text(text, comm_);
+  return text;
+}
+
 void RunCheckpoints::write(const std::string& model, Net& net, Sgd& sgd, const ckpt::Progress& progress,
-                           const std::string& configuration) {
+                           const std::string& configuration, const std::string& tuned_choices) {
   if (!enabled()) return;
   on_rank0([&] {
-    const ckpt::TrainingState state = ckpt::capture_state(net, sgd, model, progress, configuration);
+    ckpt::TrainingState state = ckpt::capture_state(net, sgd, model, progress, configuration);
+    state.tuned_choices = tuned_choices;
     const ckpt::WriteReport report = ckpt::write_checkpoint(options_.directory, state);
     last_write_seconds_ = report.seconds;
     const auto removed = ckpt::prune_checkpoints(options_.directory, options_.keep);

@@ -81,8 +81,12 @@ class RunCheckpoints {
   // Collective. Rank 0 writes the checkpoint and prunes old ones; everybody waits for it. Weights or
   // momentum that are not finite are not written: an error on every rank naming the step, and the
   // previous checkpoint stays `latest`.
+  // `tuned_choices`: the backend's (Backend::tuned_choices), stored for a resume to adopt.
   void write(const std::string& model, Net& net, Sgd& sgd, const ckpt::Progress& progress,
-             const std::string& configuration);
+             const std::string& configuration, const std::string& tuned_choices = {});
+  // Collective, after restore(): the restored checkpoint's tuned choices, on every rank ("" when it
+  // has none).
+  std::string restored_tuned_choices();
 
   bool enabled() const { return !options_.directory.empty(); }
   const std::string& resumed_from() const { return resumed_from_; }
@@ -101,6 +105,7 @@ class RunCheckpoints {
   double last_write_seconds_ = 0;
   std::optional<ckpt::DirectoryLock> lock_;    // rank 0, for the whole run
   std::optional<ckpt::TrainingState> loaded_;  // rank 0, between locate() and restore()
+  std::string located_choices_;                // rank 0, from restore(): the checkpoint's tuned choices
   std::string resumed_from_;
 };
 

@@ -15,6 +15,7 @@
 #include "dptrain/train/next_stop.hpp"
 #include "dptrain/train/shared_manifest.hpp"
 #include "dptrain/train/training_log.hpp"
+#include "dptrain/train/tuned_choices_sync.hpp"
 
 namespace dptrain {
 namespace {
@@ -209,6 +210,7 @@ void TrainingRun::State::start_up() {
 
 void TrainingRun::State::restore() {
   checkpoints->restore(o.model, *net, trainer->optimizer(), {o.reset_classifier, o.aux_heads});
+  adopt_tuned_choices(*backend, checkpoints->restored_tuned_choices(), "the checkpoint", job->communicator(), *out);
   trainer->set_global_step(resume->global_step);
   trainer->loss_scaler().restore({resume->loss_scale, resume->loss_scale_clean_steps});
   train_loader->seek(resume->epoch, resume->samples_in_epoch);
@@ -308,6 +310,10 @@ StepOutcome TrainingRun::step() {
   std::copy_n(s.batch.labels.data<std::int32_t>(), s.batch.labels.numel(), s.net->labels().data<std::int32_t>());
   StepOutcome outcome;
   outcome.result = s.trainer->step(s.batch.epoch, s.batch.first_sample);
+  // Every convolution has now chosen its algorithms; from the next step on, every rank runs rank 0's.
+  if (step == s.first_step && !s.backend->device().is_cpu()) {
+    share_rank0_tuned_choices(*s.backend, s.job->communicator(), *s.out);
+  }
   const StepResult& r = outcome.result;
   DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
                 "; lower --lr or check the data");
@@ -334,7 +340,8 @@ StepOutcome TrainingRun::step() {
   }
   const RunCheckpoints::Next next = s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(step_seconds));
   if (next != RunCheckpoints::Next::train && s.checkpoints->enabled()) {
-    s.checkpoints->write(s.o.model, *s.net, s.trainer->optimizer(), s.progress, s.configuration);
+    s.checkpoints->write(s.o.model, *s.net, s.trainer->optimizer(), s.progress, s.configuration,
+                         s.backend->tuned_choices());
     outcome.checkpointed = true;
   }
   outcome.stop = next == RunCheckpoints::Next::checkpoint_and_stop;

@@ -35,6 +35,20 @@ TEST_CASE("a synthetic state reads back exactly", "[ckpt]") {
   CHECK(read.progress.schedule.milestones.empty());
 }
 
+TEST_CASE("a GPU run's tuned choices read back as written; a checkpoint without them has none", "[ckpt]") {
+  ScratchDirectory dir("ckpt-tuned");
+  ckpt::TrainingState state = synthetic_state(7, 1, 100, 3);
+  ckpt::write_checkpoint_file(dir.file("cpu.h5"), state);
+  CHECK(ckpt::read_checkpoint(dir.file("cpu.h5")).tuned_choices.empty());
+  {
+    h5::Handle file = h5::open_file(dir.file("cpu.h5"));
+    CHECK_FALSE(h5::has_attribute(file.id(), "tuned_choices"));  // CPU checkpoints stay as they were
+  }
+  state.tuned_choices = R"({"format":"dptrain cuDNN convolution algorithms 1","choices":[]})";
+  ckpt::write_checkpoint_file(dir.file("gpu.h5"), state);
+  CHECK(ckpt::read_checkpoint(dir.file("gpu.h5")).tuned_choices == state.tuned_choices);
+}
+
 TEST_CASE("a flipped byte in a dataset fails its checksum, naming the dataset", "[ckpt]") {
   ScratchDirectory dir("ckpt-corrupt");
   const std::string path = dir.file("c.h5");

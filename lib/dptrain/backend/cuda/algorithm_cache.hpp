@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dptrain/backend/specs.hpp"
+#include "dptrain/backend/tuned_choices.hpp"
 #include "dptrain/core/tensor.hpp"
 
 namespace dptrain::cuda {
@@ -18,14 +19,7 @@ struct FoundAlgorithm {
   int algo = 0;
   std::size_t workspace = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // the math type cuDNN timed the algorithm with
-};
-
-// Searches made (one per distinct key), searches saved by reuse, and the time the searches took.
-struct AlgorithmSearchStats {
-  int searches = 0;
-  int reused = 0;
-  double seconds = 0;
-  int nondeterministic_fallbacks = 0;  // searches that found no deterministic algorithm that ran
+  bool adopted = false;  // taken from elsewhere (adopt()): the plan checks it fits before it runs it
 };
 
 // Which of cuDNN's timed results (sorted fastest first, as cudnnFind*Ex returns them) a search takes:
@@ -52,7 +46,9 @@ class AlgorithmCache {
   // descriptors see (the bias does not reach cuDNN's convolution, and the name does not matter).
   static std::string key(const char* pass, DType type, const ConvolutionSpec& spec);
 
-  const FoundAlgorithm* find(const std::string& key);  // counts a reuse when found
+  // The choice for `key`, or nullptr; `count_reuse`: a plan's first look-up (a search saved), not
+  // its look again after adopt().
+  const FoundAlgorithm* find(const std::string& key, bool count_reuse = true);
   void add(const std::string& key, const FoundAlgorithm& found, double seconds, bool fell_back = false);
   AlgorithmSearchStats stats() const { return stats_; }
 
@@ -60,10 +56,21 @@ class AlgorithmCache {
   bool deterministic() const { return deterministic_; }
   void set_deterministic(bool deterministic) { deterministic_ = deterministic; }
 
+  // Every choice as JSON text, under `fingerprint` (the GPU, the cuDNN version and the policy the
+  // choices are valid for): what rank 0 broadcasts and a checkpoint stores.
+  std::string to_text(const std::string& fingerprint) const;
+  // Takes the choices of to_text() made under the same fingerprint, replacing this cache's for the
+  // same keys; the plans look again at their next run (generation()). Text that is not such JSON,
+  // or any entry out of range, is refused whole with the reason: it may come from a file.
+  AdoptedChoices adopt(const std::string& text, const std::string& fingerprint);
+  // Bumped by every adopt() that took something: a plan whose choice is older looks it up again.
+  int generation() const { return generation_; }
+
  private:
   std::map<std::string, FoundAlgorithm> found_;
   AlgorithmSearchStats stats_;
   bool deterministic_ = true;
+  int generation_ = 0;
 };
 
 }  // namespace dptrain::cuda

@@ -101,9 +101,4 @@ MemoryStats CachingAllocator::stats() const {
   return stats_;
 }
 
-void CachingAllocator::reset_peak() {
-  std::lock_guard lock(mutex_);
-  stats_.peak_in_use = stats_.in_use;
-}
-
 }  // namespace dptrain::cuda

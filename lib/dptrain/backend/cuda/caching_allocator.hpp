@@ -14,7 +14,7 @@ namespace dptrain::cuda {
 
 struct MemoryStats {
   std::size_t in_use = 0;          // bytes handed out now
-  std::size_t peak_in_use = 0;     // the most ever handed out at once (since the last reset_peak)
+  std::size_t peak_in_use = 0;     // the most ever handed out at once
   std::size_t reserved = 0;        // bytes held from the driver: in use plus cached
   std::size_t device_mallocs = 0;  // cudaMalloc calls so far: flat from the second step on
 };
@@ -31,7 +31,6 @@ class CachingAllocator {
   // Returns every cached (unused) block to the driver.
   void empty_cache();
   MemoryStats stats() const;
-  void reset_peak();
 
  private:
   static std::size_t rounded(std::size_t bytes);

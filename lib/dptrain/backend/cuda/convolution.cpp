@@ -24,27 +24,37 @@
 
 namespace dptrain::cuda {
 namespace {
-// One pass's algorithm, chosen on its first run and kept.
+// One pass's algorithm, chosen on its first run and kept until the cache adopts other choices.
 template <typename Algo>
 struct Chosen {
   bool done = false;
+  int generation = -1;  // the cache's generation the choice was read in
   Algo algo{};
   std::size_t workspace = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // the math type cuDNN timed the algorithm with
 };
 
-// Picks the pass's algorithm on its first run: the one the context's cache holds for `key`, else the
-// fastest that ran when `find(requested, &returned, results, workspace, bytes)` (a cudnnFind*Ex call
-// on the real buffers; cuDNN sorts them by time) timed the candidates, and deterministic unless the
-// cache's policy allows any (pick_algorithm); the cache then keeps it.
-template <typename Perf, int Count, typename Algo, typename Find>
+// Picks the pass's algorithm on its first run, and again after the cache adopted choices made
+// elsewhere (rank 0's, a checkpoint's): the one the context's cache holds for `key`, else the fastest
+// that ran when `find(requested, &returned, results, workspace, bytes)` (a cudnnFind*Ex call on the
+// real buffers; cuDNN sorts them by time) timed the candidates, and deterministic unless the cache's
+// policy allows any (pick_algorithm); the cache then keeps it. An adopted choice is checked first:
+// `workspace_of(algo, math, &bytes)` (cudnnGet*WorkspaceSize with that math type) must accept it for
+// these descriptors, and its workspace is what cuDNN says, never the number it came with, within
+// this run's cap (DPTRAIN_CUDNN_WORKSPACE_MB may differ from the run that chose); one that fails
+// either is searched again.
+template <typename Perf, int Count, typename Algo, typename Find, typename WorkspaceOf>
 void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, const std::string& who, const char* pass,
-            Find&& find) {
-  if (chosen.done) return;
+            Find&& find, WorkspaceOf&& workspace_of) {
   AlgorithmCache& cache = ctx.algorithm_cache();
-  if (const FoundAlgorithm* found = cache.find(key)) {
-    chosen = {true, static_cast<Algo>(found->algo), found->workspace, found->math};
-    return;
+  if (chosen.done && chosen.generation == cache.generation()) return;
+  if (const FoundAlgorithm* found = cache.find(key, !chosen.done)) {
+    std::size_t bytes = found->workspace;
+    if (!found->adopted || (workspace_of(static_cast<Algo>(found->algo), found->math, &bytes) == CUDNN_STATUS_SUCCESS &&
+                            bytes <= cudnn_workspace_cap_bytes())) {
+      chosen = {true, cache.generation(), static_cast<Algo>(found->algo), bytes, found->math};
+      return;
+    }
   }
   // The search time is the search's own, not that of the work queued before it.
   DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
@@ -57,10 +67,10 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
   const int pick = pick_algorithm(results.data(), returned, cache.deterministic(), fell_back);
   if (pick < 0) throw Error(who + ": cuDNN found no working algorithm for the " + pass + " pass");
   const auto& best = results[static_cast<std::size_t>(pick)];
-  chosen = {true, best.algo, best.memory, best.mathType};
   DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
   cache.add(key, {static_cast<int>(best.algo), best.memory, best.mathType},
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), fell_back);
+  chosen = {true, cache.generation(), best.algo, best.memory, best.mathType};
 }
 
 class CudnnConvolution final : public ConvolutionPlan {
@@ -96,12 +106,18 @@ class CudnnConvolution final : public ConvolutionPlan {
     check(weight, weight_, "weight");
     check_data(y, output_, "output");
     const void* w = compute_weight(weight, true);
-    use_math_of(forward_);
     choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
         forward_, *ctx_, forward_key_, spec_.who, "forward",
         [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
+          use_search_math();
           return cudnnFindConvolutionForwardAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), w_desc_, w, conv_desc_,
                                                         y_desc_, y.raw(), n, count, results, ws, bytes);
+        },
+        [&](cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t math, std::size_t* bytes) {
+          return workspace_with(math, [&] {
+            return cudnnGetConvolutionForwardWorkspaceSize(ctx_->cudnn(), x_desc_, w_desc_, conv_desc_, y_desc_, algo,
+                                                           bytes);
+          });
         });
     use_math_of(forward_);
     const float one = 1.f, zero = 0.f;
@@ -125,12 +141,18 @@ class CudnnConvolution final : public ConvolutionPlan {
     check(weight, weight_, "weight");
     check_data(dx, spec_.input, "input gradient");
     const void* w = compute_weight(weight, false);
-    use_math_of(data_);
     choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
         data_, *ctx_, data_key_, spec_.who, "backward-data",
         [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
+          use_search_math();
           return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_->cudnn(), w_desc_, w, y_desc_, dy.raw(), conv_desc_,
                                                              x_desc_, dx.raw(), n, count, results, ws, bytes);
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t algo, cudnnMathType_t math, std::size_t* bytes) {
+          return workspace_with(math, [&] {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(ctx_->cudnn(), w_desc_, y_desc_, conv_desc_, x_desc_,
+                                                                algo, bytes);
+          });
         });
     use_math_of(data_);
     const float one = 1.f, zero = 0.f;
@@ -144,12 +166,18 @@ class CudnnConvolution final : public ConvolutionPlan {
     check_data(dy, output_, "output gradient");
     check(dweight, weight_, "weight gradient");
     void* dw = low() ? dweight_low_.raw() : dweight.raw();
-    use_math_of(filter_);
     choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
         filter_, *ctx_, filter_key_, spec_.who, "backward-weights",
         [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
+          use_search_math();
           return cudnnFindConvolutionBackwardFilterAlgorithmEx(ctx_->cudnn(), x_desc_, x.raw(), y_desc_, dy.raw(),
                                                                conv_desc_, w_desc_, dw, n, count, results, ws, bytes);
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t algo, cudnnMathType_t math, std::size_t* bytes) {
+          return workspace_with(math, [&] {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx_->cudnn(), x_desc_, y_desc_, conv_desc_, w_desc_,
+                                                                  algo, bytes);
+          });
         });
     use_math_of(filter_);
     const float one = 1.f, zero = 0.f;
@@ -181,11 +209,23 @@ class CudnnConvolution final : public ConvolutionPlan {
   // Low precision: the three passes share one convolution descriptor but may each pick an algorithm
   // that cuDNN timed with another math type (tensor-op, or its fallback), and an algorithm must run
   // with the math type it was found with. So the descriptor asks for tensor-op math while a pass is
-  // being timed and for the chosen algorithm's math type when it runs. fp32 keeps FMA math throughout.
+  // being timed (use_search_math) and for the chosen algorithm's math type when it runs (use_math_of).
+  // fp32 keeps FMA math throughout.
+  void use_search_math() {
+    if (low()) DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, CUDNN_TENSOR_OP_MATH));
+  }
   template <typename Algo>
   void use_math_of(const Chosen<Algo>& chosen) {
-    if (low())
-      DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, chosen.done ? chosen.math : CUDNN_TENSOR_OP_MATH));
+    if (low()) DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, chosen.math));
+  }
+  // cuDNN's workspace size for an algorithm under `math` (the descriptor's math type set for the
+  // query, as the run will set it; fp32 runs FMA math only, so an adopted choice of another math type
+  // is rejected there). Returns the query's status: not supported means the choice does not fit.
+  template <typename Query>
+  cudnnStatus_t workspace_with(cudnnMathType_t math, Query&& query) {
+    if (!low() && math != CUDNN_FMA_MATH && math != CUDNN_DEFAULT_MATH) return CUDNN_STATUS_NOT_SUPPORTED;
+    if (low()) DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, math));
+    return query();
   }
   // The filter cuDNN reads: the f32 master itself, or its low-precision copy. A forward refreshes the
   // copy; the backward-data pass that follows in the same step reuses it unless it is handed another

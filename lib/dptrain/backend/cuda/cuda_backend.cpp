@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "dptrain/backend/cuda/device_query.hpp"
 #include "dptrain/backend/cuda/input_stager.hpp"
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
@@ -33,7 +34,9 @@ class CudaFence final : public Fence {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(int device, Precision precision, bool deterministic)
-      : ctx_(std::make_shared<CudaContext>(device, activation_dtype(precision))), precision_(precision) {
+      : ctx_(std::make_shared<CudaContext>(device, activation_dtype(precision))),
+        precision_(precision),
+        fingerprint_(tuning_fingerprint(ctx_->device(), deterministic)) {
     ctx_->algorithm_cache().set_deterministic(deterministic);
     if (precision == Precision::bf16) {
       // bf16 arithmetic (and cuDNN's bf16 convolutions) need compute capability 8.0 (Ampere) or newer.
@@ -215,6 +218,12 @@ class CudaBackend final : public Backend {
     return best;
   }
 
+  std::string tuned_choices() const override { return ctx_->algorithm_cache().to_text(fingerprint_); }
+  AdoptedChoices adopt_tuned_choices(const std::string& text) override {
+    return ctx_->algorithm_cache().adopt(text, fingerprint_);
+  }
+  AlgorithmSearchStats algorithm_search() const override { return ctx_->algorithm_cache().stats(); }
+
   CudaContext& context() { return *ctx_; }
 
  private:
@@ -241,7 +250,8 @@ class CudaBackend final : public Backend {
 
   CudaContextPtr ctx_;
   Precision precision_;
-  Tensor nonfinite_;  // the overflow flag of scale_and_check_finite
+  std::string fingerprint_;  // what the algorithm choices are valid for (tuning_fingerprint)
+  Tensor nonfinite_;         // the overflow flag of scale_and_check_finite
 };
 
 CudaBackend& as_cuda(Backend& backend) {
@@ -251,12 +261,7 @@ CudaBackend& as_cuda(Backend& backend) {
 }
 }  // namespace
 
-CudaContext& context_of(Backend& backend) { return as_cuda(backend).context(); }
 MemoryStats memory_stats(Backend& backend) { return as_cuda(backend).context().allocator().stats(); }
-void reset_peak_memory(Backend& backend) { as_cuda(backend).context().allocator().reset_peak(); }
-AlgorithmSearchStats algorithm_search_stats(Backend& backend) {
-  return as_cuda(backend).context().algorithm_cache().stats();
-}
 
 }  // namespace dptrain::cuda
 

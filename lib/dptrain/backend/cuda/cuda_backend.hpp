@@ -17,16 +17,8 @@ std::unique_ptr<Backend> make_cuda_backend(int device, Precision precision = Pre
                                            bool deterministic = true);
 
 namespace cuda {
-class CudaContext;
-// The device, compute stream and handles a CUDA backend runs on (context.hpp), e.g. for the gradient
-// reducer to order its communication stream after the backward pass with events; throws for another.
-CudaContext& context_of(Backend& backend);
 // The caching allocator's counters of a CUDA backend (GPU memory use per step); throws for another.
 MemoryStats memory_stats(Backend& backend);
-void reset_peak_memory(Backend& backend);
-// The cuDNN algorithm searches of a CUDA backend so far (one per distinct convolution shape and
-// pass); throws for another.
-AlgorithmSearchStats algorithm_search_stats(Backend& backend);
 }  // namespace cuda
 
 }  // namespace dptrain

@@ -67,6 +67,14 @@ bool gpu_usable(std::string& why_not) {
   return false;
 }
 
+std::string tuning_fingerprint(int device, bool deterministic) {
+  cudaDeviceProp properties{};
+  DPTRAIN_CUDA_CHECK(cudaGetDeviceProperties(&properties, device));
+  return std::string(properties.name) + " (sm_" + std::to_string(properties.major) + std::to_string(properties.minor) +
+         "), cuDNN " + dotted(static_cast<int>(cudnnGetVersion())) + ", " +
+         (deterministic ? "deterministic algorithms" : "any algorithm");
+}
+
 std::string describe_cuda_stack() {
   std::ostringstream out;
   const DeviceProbe probe = probe_devices();  // first: it makes the runtime load the driver

@@ -27,4 +27,9 @@ bool gpu_usable(std::string& why_not);
 // each was loaded from, and each GPU (or, with none, the cudaError that says why).
 std::string describe_cuda_stack();
 
+// What tuned choices (cuDNN's convolution algorithms) made on GPU `device` are valid for: its model
+// and compute capability, the cuDNN version loaded, and the determinism policy, in words ("NVIDIA
+// H200 (sm_90), cuDNN 9.19.0, deterministic algorithms"), as a refusal names them.
+std::string tuning_fingerprint(int device, bool deterministic);
+
 }  // namespace dptrain::cuda

@@ -1,0 +1,49 @@
+// DPTRAIN_CUDNN_WORKSPACE_MB: a whole number of MiB, or an error naming the variable (never a typo
+// read as another size).
+#include "dptrain/backend/cudnn_workspace.hpp"
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <string>
+
+#include "dptrain/core/error.hpp"
+
+namespace {
+// Sets the variable for one scope and restores the absence after it.
+struct WorkspaceVariable {
+  explicit WorkspaceVariable(const char* value) { REQUIRE(::setenv("DPTRAIN_CUDNN_WORKSPACE_MB", value, 1) == 0); }
+  ~WorkspaceVariable() { ::unsetenv("DPTRAIN_CUDNN_WORKSPACE_MB"); }
+};
+}  // namespace
+
+TEST_CASE("the cuDNN workspace cap is 512 MiB unless DPTRAIN_CUDNN_WORKSPACE_MB gives a whole number") {
+  ::unsetenv("DPTRAIN_CUDNN_WORKSPACE_MB");
+  CHECK(dptrain::cudnn_workspace_cap_bytes() == std::size_t{512} << 20);
+  {
+    WorkspaceVariable empty("");
+    CHECK(dptrain::cudnn_workspace_cap_bytes() == std::size_t{512} << 20);
+  }
+  {
+    WorkspaceVariable set("2048");
+    CHECK(dptrain::cudnn_workspace_cap_bytes() == std::size_t{2048} << 20);
+  }
+  {
+    WorkspaceVariable none("0");  // no workspace: only algorithms that need none
+    CHECK(dptrain::cudnn_workspace_cap_bytes() == 0);
+  }
+}
+
+TEST_CASE("a DPTRAIN_CUDNN_WORKSPACE_MB that is not a whole number of MiB is an error naming it") {
+  for (const char* bad :
+       {"1G", "512MB", "512 ", " 512x", "-1", "+5", "abc", "1.5", "99999999999999999999999", "1048577"}) {
+    WorkspaceVariable set(bad);
+    INFO(bad);
+    try {
+      (void)dptrain::cudnn_workspace_cap_bytes();
+      FAIL("accepted");
+    } catch (const dptrain::Error& e) {
+      CHECK(std::string(e.what()).find("DPTRAIN_CUDNN_WORKSPACE_MB") != std::string::npos);
+      CHECK(std::string(e.what()).find(bad) != std::string::npos);
+    }
+  }
+}
