@@ -84,7 +84,7 @@ void GradientReducer::gradient_ready(Parameter& parameter) {
   if (--bucket.pending == 0) {
     bucket.ready = backend_.fence();
     if (!bucket.ready) mark_ready();  // synchronous: the gradients are written now
-    if (config_.overlap) enqueue(it->second.first);
+    if (overlapping()) enqueue(it->second.first);
   }
 }
 
@@ -152,7 +152,7 @@ void GradientReducer::synchronize() {
                 " or another parameter of its bucket; every parameter must have a gradient each step");
   }
   const double start = now_seconds();
-  if (config_.overlap) {
+  if (overlapping()) {
     std::unique_lock lock(mutex_);
     done_.wait(lock, [this] { return reduced_ == buckets_.size(); });
     reduced_ = 0;
@@ -161,6 +161,7 @@ void GradientReducer::synchronize() {
     for (Bucket& b : buckets_) reduce(b);
   }
   const double waited = now_seconds() - start;
+  warmed_up_ = true;
   // The sum becomes the mean in place: one scaling per bucket.
   const float scale = 1.f / static_cast<float>(comm_.size());
   for (Bucket& b : buckets_) {

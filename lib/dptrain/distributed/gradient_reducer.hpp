@@ -32,7 +32,11 @@ namespace dptrain::distributed {
 
 struct ReducerConfig {
   std::size_t bucket_bytes = 25u << 20;  // --bucket-mb
-  bool overlap = true;                   // off: every bucket is reduced in synchronize()
+  // off: every bucket is reduced in synchronize(). On: from the second step of the process on; the
+  // first is a warm-up without overlap, so one-time work on the compute stream (cuDNN's algorithm
+  // searches, which time candidates; CUDA's module loading) does not race the first buckets' NCCL
+  // kernels, which would skew the timings and cache slower algorithms for the whole run.
+  bool overlap = true;
 };
 
 struct ReducerStats {
@@ -70,6 +74,9 @@ class GradientReducer {
   // What the gradients are summed through (NCCL on GPUs, MPI otherwise): for the job's log.
   const Communicator& communicator() const { return comm_; }
   ReducerStats stats() const;
+  // Whether this step's buckets are summed while the backward pass goes on (overlap on, and the
+  // warm-up step done).
+  bool overlapping() const { return thread_.joinable() && warmed_up_; }
 
  private:
   struct Bucket {
@@ -94,6 +101,7 @@ class GradientReducer {
   std::unordered_map<const Parameter*, std::pair<std::size_t, std::size_t>> where_;  // bucket, index
 
   std::thread thread_;
+  bool warmed_up_ = false;  // a step has been synchronised (the backward pass's thread only)
   mutable std::mutex mutex_;
   std::condition_variable work_, done_;
   std::deque<std::size_t> queue_;

@@ -251,7 +251,7 @@ void TrainingRun::State::announce() {
   if (trainer->loss_scaler().enabled()) *out << "loss scaling: " << describe(tc.loss_scale) << "\n";
   if (ranks > 1) {
     *out << "gradients: " << reducer->communicator().name() << ", " << reducer->bucket_count() << " buckets of up to "
-         << o.dist.bucket_mb << " MB, overlap " << (job->reducer_config().overlap ? "on" : "off") << ", "
+         << o.dist.bucket_mb << " MB, overlap " << (job->reducer_config().overlap ? "on (from step 2)" : "off") << ", "
          << job->compute_threads() << " compute thread(s) per rank\n"
          << describe(job->topology());
   }

@@ -4,7 +4,9 @@
 #include "dptrain/distributed/gradient_reducer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <thread>
 
 #include "support/thread_communicator.hpp"
@@ -84,5 +86,78 @@ TEST_CASE("GradientReducer averages every gradient over ranks, bucket by bucket,
       INFO("ranks " << ranks << ", overlap " << overlap);
       CHECK(run_job(ranks, overlap, 4) == 0);
     }
+  }
+}
+
+namespace {
+// A rank's communicator that counts the allreduces it was asked for.
+class CountingCommunicator final : public Communicator {
+ public:
+  explicit CountingCommunicator(std::unique_ptr<Communicator> inner) : inner_(std::move(inner)) {}
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::string name() const override { return inner_->name(); }
+  void allreduce(void* data, std::size_t count, ElementType type, ReduceOp op) override {
+    inner_->allreduce(data, count, type, op);
+    ++allreduces;
+  }
+  void broadcast(void* data, std::size_t bytes, int root) override { inner_->broadcast(data, bytes, root); }
+  void allgather(const void* mine, void* all, std::size_t bytes) override { inner_->allgather(mine, all, bytes); }
+  void barrier() override { inner_->barrier(); }
+  std::atomic<int> allreduces{0};
+
+ private:
+  std::unique_ptr<Communicator> inner_;
+};
+
+// Rank `rank`'s three steps; per step, the allreduces done before synchronize() was called, once the
+// backward pass has reported every gradient and the communication thread had 20 s to sum them; then
+// the number of buckets.
+std::vector<int> allreduces_before_synchronize(ThreadGroup& group, int rank) {
+  auto backend = make_cpu_backend();
+  CountingCommunicator comm(group.communicator(rank));
+  std::vector<Parameter> parameters;
+  for (std::size_t p = 0; p < kSizes.size(); ++p) {
+    parameters.push_back({"p", Tensor::zeros(Shape{kSizes[p]}), Tensor::zeros(Shape{kSizes[p]})});
+  }
+  std::vector<Parameter*> pointers;
+  for (Parameter& p : parameters) pointers.push_back(&p);
+  ReducerConfig config;
+  config.bucket_bytes = 96;
+  GradientReducer reducer(*backend, comm, pointers, config);
+  std::vector<int> before;
+  for (int step = 0; step < 3; ++step) {
+    const bool overlapping = reducer.overlapping();
+    const int at_start = comm.allreduces.load();
+    for (std::size_t p = parameters.size(); p-- > 0;) reducer.gradient_ready(parameters[p]);
+    // With overlap the buckets are summed without synchronize(): wait until they are (bounded).
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (overlapping && comm.allreduces.load() - at_start < static_cast<int>(reducer.bucket_count()) &&
+           std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    before.push_back(comm.allreduces.load() - at_start);
+    reducer.synchronize();
+    if (comm.allreduces.load() - at_start != static_cast<int>(reducer.bucket_count())) before.push_back(-1);
+  }
+  before.push_back(static_cast<int>(reducer.bucket_count()));
+  return before;
+}
+}  // namespace
+
+TEST_CASE("the first step is a warm-up without overlap; from the second on, buckets are summed during the backward",
+          "[distributed][reducer]") {
+  ThreadGroup group(2);
+  std::vector<int> before[2];
+  std::thread other([&] { before[1] = allreduces_before_synchronize(group, 1); });
+  before[0] = allreduces_before_synchronize(group, 0);
+  other.join();
+  for (const std::vector<int>& rank : before) {
+    REQUIRE(rank.size() == 4);  // no step with another number of allreduces than buckets (-1)
+    const int buckets = rank[3];
+    CHECK(buckets > 1);
+    CHECK(rank[0] == 0);        // the warm-up: everything in synchronize()
+    CHECK(rank[1] == buckets);  // every bucket summed before synchronize()
+    CHECK(rank[2] == buckets);
   }
 }

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <cstdlib>
 #include <sstream>
 
 #include "dptrain/backend/cuda/check_cuda.hpp"
@@ -94,6 +95,9 @@ std::string describe_cuda_stack() {
   out << "cuDNN    " << dotted(static_cast<int>(cudnnGetVersion())) << ", built with " << CUDNN_MAJOR << "."
       << CUDNN_MINOR << "." << CUDNN_PATCHLEVEL << " (" << file_of("cudnnGetVersion") << ")\n";
   out << "NCCL     " << dotted(nccl) << " (" << file_of("ncclGetVersion") << ")\n";
+  // dptrain sets EAGER when the user has not (app/main.cpp): the kernels load with the context.
+  const char* loading = std::getenv("CUDA_MODULE_LOADING");
+  out << "modules  CUDA_MODULE_LOADING=" << (loading != nullptr ? loading : "unset (CUDA's default: lazy)") << "\n";
   if (probe.count == 0) {
     out << "GPUs     none: " << probe.reason() << "\n";
     return out.str();
