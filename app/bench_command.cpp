@@ -53,6 +53,7 @@ int run_bench(const BenchOptions& o) {
   const int ranks = job.size(), global_batch = o.batch * ranks;
   std::ostream discard(nullptr);  // the other ranks print nothing
   std::ostream& out = job.is_root() ? std::cout : discard;
+  if (job.is_root()) std::cerr << distributed::describe(job.launch_warnings());  // stdout: the results
   auto backend = make_backend(o.device, job);
   ModelConfig config;
   config.batch = o.batch;

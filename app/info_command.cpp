@@ -42,15 +42,17 @@ int run_info(const distributed::JobOptions& options) {
 #else
   std::cout << "CUDA     not built (CPU backend only; no cuDNN, NCCL)\n";
 #endif
-  std::cout << "\n" << describe(job.topology());
+  std::cout << "\n" << describe(job.topology()) << distributed::describe(job.launch_warnings());
   return 0;
 }
 }  // namespace
 
 Command add_info_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("info",
-                                 "Print the versions of dptrain and the libraries it runs on, the GPUs it "
-                                 "sees and, under srun or mpiexec, the map of ranks to nodes, GPUs and CPUs");
+  auto* cmd = app.add_subcommand(
+      "info",
+      "Print the versions of dptrain and the libraries it runs on, the GPUs it "
+      "sees and, under srun or mpiexec, the map of ranks to nodes, GPUs and CPUs, with a warning and "
+      "its fix for each launch that runs but not as meant (docs/cluster.md)");
   auto options = std::make_shared<distributed::JobOptions>();
   cmd->add_option("--ranks-per-node", options->ranks_per_node, "Treat each block of K consecutive ranks as one node")
       ->check(at_least(0));

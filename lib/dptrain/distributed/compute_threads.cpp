@@ -9,21 +9,23 @@
 
 namespace dptrain::distributed {
 
-int cpu_count(const std::string& cpu_set) {
-  int count = 0;
+std::vector<int> cpus_in(const std::string& cpu_set) {
+  std::vector<int> cpus;
   std::stringstream ranges(cpu_set);
   std::string range;
   while (std::getline(ranges, range, ',')) {
     const auto dash = range.find('-');
     char* end = nullptr;
     const long first = std::strtol(range.c_str(), &end, 10);
-    if (end == range.c_str()) return 0;
+    if (end == range.c_str() || first < 0) return {};
     const long last = dash == std::string::npos ? first : std::strtol(range.c_str() + dash + 1, nullptr, 10);
-    if (last < first) return 0;
-    count += static_cast<int>(last - first + 1);
+    if (last < first || last - first >= (1L << 20)) return {};
+    for (long c = first; c <= last; ++c) cpus.push_back(static_cast<int>(c));
   }
-  return count;
+  return cpus;
 }
+
+int cpu_count(const std::string& cpu_set) { return static_cast<int>(cpus_in(cpu_set).size()); }
 
 int fair_thread_count(const Topology& topology) {
   const RankPlace& me = topology.self();

@@ -4,11 +4,16 @@
 // socket), each would start that many threads and the node would run N times more threads than
 // cores, which with OpenMP's spinning barriers is many times slower. So ranks sharing a CPU set
 // divide it. An explicit OMP_NUM_THREADS always wins.
+#include <string>
+#include <vector>
+
 #include "dptrain/distributed/topology.hpp"
 
 namespace dptrain::distributed {
 
-// CPUs in a set written as "0-3,8" (0 if it cannot be read).
+// The CPUs of a set written as "0-3,8" (local_cpu_set's form), in order; empty if it cannot be read.
+std::vector<int> cpus_in(const std::string& cpu_set);
+// How many (0 if it cannot be read).
 int cpu_count(const std::string& cpu_set);
 
 // The threads `topology.self()` should use: its CPUs divided by the ranks of its node that share

@@ -14,8 +14,9 @@ Job::Job(const JobOptions& options, int visible_devices) : options_(options) {
   comm.failure_report = options_.failure_report;
   // Checked on one rank too, so that a job script's typo fails on a laptop before it reaches a cluster.
   DPTRAIN_CHECK(comm.stall_timeout_seconds > 0, "--stall-timeout must be positive, not '", options_.stall_timeout, "'");
-  topology_ = discover_topology(session_.active() ? MPI_COMM_WORLD : MPI_COMM_NULL, options_.ranks_per_node,
-                                visible_devices, nullptr);
+  const MPI_Comm world = session_.active() ? MPI_COMM_WORLD : MPI_COMM_NULL;
+  topology_ = discover_topology(world, options_.ranks_per_node, visible_devices, nullptr);
+  launch_warnings_ = check_launch(topology_, gather_launches(world, local_launch(visible_devices)));
   communicator_options_ = comm;
   communicator_ = make_communicator(topology_, comm);
   if (topology_.size() > 1) compute_threads_ = set_compute_threads(topology_);

@@ -6,6 +6,7 @@
 
 #include "dptrain/distributed/communicator.hpp"
 #include "dptrain/distributed/gradient_reducer.hpp"
+#include "dptrain/distributed/launch_check.hpp"
 #include "dptrain/distributed/launcher.hpp"
 #include "dptrain/distributed/topology.hpp"
 
@@ -36,6 +37,8 @@ class Job {
   const CommunicatorOptions& communicator_options() const { return communicator_options_; }
   const JobOptions& options() const { return options_; }
   int compute_threads() const { return compute_threads_; }  // 0: not set by the job (one rank)
+  // Launches that run but not as meant (launch_check.hpp), the same on every rank; rank 0 prints them.
+  const std::vector<LaunchWarning>& launch_warnings() const { return launch_warnings_; }
 
  private:
   JobOptions options_;
@@ -45,6 +48,7 @@ class Job {
   std::unique_ptr<Communicator> communicator_;
   int compute_threads_ = 0;
   bool overlap_ = true;
+  std::vector<LaunchWarning> launch_warnings_;
 };
 
 }  // namespace dptrain::distributed

@@ -56,9 +56,7 @@ Topology place_ranks(int self, const std::vector<std::string>& node_names, const
     const std::string id = p.device_id.empty() ? "ordinal " + std::to_string(p.device) : p.device_id;
     auto [it, added] = owner.emplace(std::make_pair(p.node_index, id), p.rank);
     DPTRAIN_CHECK(added, "ranks ", it->second, " and ", p.rank, " on node ", p.node, " would share GPU ", p.device,
-                  " (", id,
-                  "); start at most one rank per GPU (srun --gpus-per-task=1 or --ntasks-per-node equal "
-                  "to the GPUs per node)");
+                  " (", id, "); start one rank per GPU (--ntasks-per-node equal to --gpus-per-node)");
   }
   return t;
 }

@@ -255,6 +255,7 @@ void TrainingRun::State::announce() {
          << job->compute_threads() << " compute thread(s) per rank\n"
          << describe(job->topology());
   }
+  *out << distributed::describe(job->launch_warnings());
 }
 
 double TrainingRun::State::seconds_before_next_stop(double step_seconds) const {
