@@ -3,7 +3,6 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -32,13 +31,6 @@ int main(int argc, char** argv) {
   // Under srun stdout is a pipe, which C buffers in 4 KiB blocks: log lines would reach the job's
   // output late, and a crash would lose the last ones. One line at a time costs nothing here.
   if (std::setvbuf(stdout, nullptr, _IOLBF, BUFSIZ) != 0) std::cerr << "dptrain: warning: cannot line-buffer stdout\n";
-  // Before any CUDA call. CUDA 12.2+ loads a library's kernels on their first launch, which may have
-  // to wait for the device; a NCCL kernel spinning until the other ranks arrive then never lets it
-  // (the CUDA guide's lazy-loading hazards). Every kernel is loaded with the context instead, unless
-  // the user chose otherwise (CUDA_MODULE_LOADING=LAZY saves GPU memory where NCCL is not used).
-  if (::setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0) != 0) {
-    std::cerr << "dptrain: warning: cannot set CUDA_MODULE_LOADING\n";
-  }
   CLI::App app{"dptrain " DPTRAIN_VERSION
                ": data-parallel CNN training on GPU clusters (MPI + NCCL, cuDNN or oneDNN, HDF5 data and checkpoints)"};
   app.set_version_flag("--version", "dptrain " DPTRAIN_VERSION);

@@ -65,10 +65,6 @@ dptrain_sbatch_options() {
 dptrain_launcher() {
   local cpus=${SLURM_CPUS_PER_TASK:-${DPTRAIN_CPUS_PER_TASK:-1}}
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$cpus}
-  # CUDA's lazy module loading can make a kernel's first launch wait for the device while a NCCL
-  # kernel spins for the other ranks: load every kernel when the context is created (dptrain sets
-  # the same itself when the variable is unset; a value given here is kept).
-  export CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-EAGER}
   if [[ ${DPTRAIN_SRUN_MPI:-pmix} == none ]]; then
     command -v mpiexec >/dev/null 2>&1 || dptrain_die "DPTRAIN_SRUN_MPI=none needs mpiexec on PATH"
     # Open MPI starts its daemons on the allocated nodes through Slurm; ranks are placed per node.

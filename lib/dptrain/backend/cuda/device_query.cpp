@@ -95,7 +95,7 @@ std::string describe_cuda_stack() {
   out << "cuDNN    " << dotted(static_cast<int>(cudnnGetVersion())) << ", built with " << CUDNN_MAJOR << "."
       << CUDNN_MINOR << "." << CUDNN_PATCHLEVEL << " (" << file_of("cudnnGetVersion") << ")\n";
   out << "NCCL     " << dotted(nccl) << " (" << file_of("ncclGetVersion") << ")\n";
-  // dptrain sets EAGER when the user has not (app/main.cpp): the kernels load with the context.
+  // dptrain leaves the choice to the user; the warm-up step loads every kernel before overlap starts.
   const char* loading = std::getenv("CUDA_MODULE_LOADING");
   out << "modules  CUDA_MODULE_LOADING=" << (loading != nullptr ? loading : "unset (CUDA's default: lazy)") << "\n";
   if (probe.count == 0) {
