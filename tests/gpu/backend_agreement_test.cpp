@@ -103,29 +103,7 @@ TEST_CASE("pooling: CPU and GPU agree, with Caffe's ceil rounding", "[gpu][pooli
   }
 }
 
-TEST_CASE("batch normalization: CPU and GPU agree", "[gpu][batch_norm]") {
-  BatchNormSpec spec;
-  spec.input = Shape{4, 8, 5, 5};
-  const Shape channel{8};
-  const Tensor x = random_tensor(spec.input, 7, -2.f, 3.f), scale = random_tensor(channel, 8, 0.5f, 1.5f);
-  const Tensor shift = random_tensor(channel, 9), dy = random_tensor(spec.input, 10);
-  const Tensor running_mean = random_tensor(channel, 11), running_variance = random_tensor(channel, 12, 0.5f, 2.f);
-  expect_agreement_in_all_precisions(
-      [&](Backend& be) {
-        auto plan = be.make_batch_norm(spec);
-        Tensor X = on_activation(be, x), S = on(be, scale), B = on(be, shift), DY = on_activation(be, dy);
-        Tensor RM = on(be, running_mean), RV = on(be, running_variance);
-        Tensor y = activation(be, spec.input), mean = be.allocate(channel), variance = be.allocate(channel);
-        Tensor dx = activation(be, spec.input), dscale = be.allocate(channel), dshift = be.allocate(channel);
-        Tensor inference = activation(be, spec.input);
-        plan->forward_training(X, S, B, y, mean, variance);
-        plan->backward(X, DY, S, B, mean, variance, dx, dscale, dshift);
-        plan->forward_inference(X, S, B, RM, RV, inference);
-        return gpu_testing::to_host(be, {&y, &mean, &variance, &dx, &dscale, &dshift, &inference});
-      },
-      {"output", "batch mean", "batch variance (biased)", "input gradient", "scale gradient", "shift gradient",
-       "inference output"});
-}
+// Batch normalization: batch_norm_test.cpp.
 
 TEST_CASE("relu and LRN: CPU and GPU agree", "[gpu][relu][lrn]") {
   const Shape shape{2, 7, 4, 4};

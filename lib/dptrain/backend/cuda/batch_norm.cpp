@@ -8,12 +8,13 @@
 //
 // Scale, shift, statistics and their gradients are f32 in every precision. fp16: x, y, dx and dy are
 // HALF with the FLOAT per-channel descriptor, the mixed configuration cuDNN's spatial batch norm has
-// documented since it first took half data. bf16: cuDNN's legacy batch-norm routines document
-// BFLOAT16 data nowhere we could rely on for both cuDNN 8 and 9, so the plan widens x (and dy) into
-// f32 scratch, runs the f32 routine and rounds y (or dx) back: one more pass over memory, the same
-// statistics an fp32 run would compute from the bf16 activations.
+// documented since it first took half data. bf16: the same, natively, where a probe at first use finds
+// that cuDNN accepts BFLOAT16 data and agrees with its f32 path (batch_norm_bf16.hpp); otherwise the
+// plan widens x (and dy) into f32 scratch, runs the f32 routine and rounds y (or dx) back: one more
+// pass over memory, the same statistics an fp32 run would compute from the bf16 activations.
 #include <algorithm>
 
+#include "dptrain/backend/cuda/batch_norm_bf16.hpp"
 #include "dptrain/backend/cuda/descriptors.hpp"
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
@@ -31,7 +32,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
                   spec.input.to_string());
     DPTRAIN_CHECK(spec.epsilon > 0.f, spec.who, ": epsilon must be positive, not ", spec.epsilon);
     type_ = ctx_->activation_dtype();
-    widen_ = type_ == DType::bf16;
+    widen_ = type_ == DType::bf16 && !bf16_batch_norm_native(*ctx_);
     x_desc_ = nchw_descriptor(spec.input, widen_ ? DType::f32 : type_, spec.who);
     c_desc_ = channel_descriptor(channel_[0]);
     inverse_std_ = ctx_->allocate(channel_, DType::f32);
@@ -135,7 +136,7 @@ class CudnnBatchNorm final : public BatchNormPlan {
   TensorDescriptor x_desc_, c_desc_;
   Tensor inverse_std_;  // 1 / sqrt(variance + epsilon), what cuDNN's backward reads
   DType type_ = DType::f32;
-  bool widen_ = false;  // bf16: run cuDNN in f32 on widened copies
+  bool widen_ = false;  // bf16 where cuDNN's native path failed its probe: run in f32 on widened copies
 };
 }  // namespace
 
