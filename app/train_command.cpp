@@ -6,6 +6,8 @@
 #include "backend_options.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
+#include "dptrain/core/error.hpp"
+#include "dptrain/core/trace_recorder.hpp"
 #include "dptrain/train/training_run.hpp"
 #include "option_checks.hpp"
 
@@ -56,6 +58,22 @@ Command add_train_command(CLI::App& app) {
   add_loader_threads_option(cmd, o->loader_threads);
   cmd->add_option("--seed", o->seed, "Seed of the weights, the sample order and augmentation")->capture_default_str();
   cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)");
+  auto* trace = cmd->add_option("--trace", o->trace,
+                                "Record a timeline of a window of steps (forward, backward, each gradient bucket's "
+                                "allreduce, waits, checkpoints, evaluations) to DIR/trace-rank-R.json on every rank, "
+                                "in the Chrome trace format (open it in ui.perfetto.dev or chrome://tracing)");
+  cmd->add_option("--trace-steps", o->trace_steps,
+                  "The steps --trace records, FIRST:LAST (the log's step numbers, at most 10000 steps; default: "
+                  "the 5th to the 24th step of this run)")
+      ->needs(trace)
+      ->check([](const std::string& text) {
+        try {
+          parse_trace_window(text);
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      });
   cmd->add_option("--log-every", o->log_every, "Print a line every this many steps")
       ->check(at_least(1))
       ->capture_default_str();

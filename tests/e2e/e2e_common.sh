@@ -1,7 +1,15 @@
 # Sourced by the end-to-end scripts that run dptrain outside Slurm: a work directory removed at the
-# end, fail(), and run_mpi for mpiexec as the tests launch it.
+# end, fail(), run_mpi for mpiexec as the tests launch it, and synth_data.
 # shellcheck shell=bash
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 run_mpi() { "${mpiexec:?set mpiexec before sourcing e2e_common.sh}" --oversubscribe --allow-run-as-root "$@"; }
+# synth_data PER_CLASS: $work/data, a synthetic 4-class 28x28 set (2 train shards, 1 validation shard
+# of 2 images a class) made with $dptrain.
+synth_data() {
+  "${dptrain:?set dptrain before sourcing e2e_common.sh}" data synth "$work/synth" --classes 4 --per-class "$1" \
+    --val-per-class 2 --size 28 > "$work/synth.log" 2>&1 || { cat "$work/synth.log"; fail "synth"; }
+  "$dptrain" data convert imagenet "$work/synth" "$work/data" --size 28 --shards 2 --val-shards 1 \
+    > "$work/convert.log" 2>&1 || { cat "$work/convert.log"; fail "conversion"; }
+}

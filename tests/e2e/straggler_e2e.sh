@@ -9,10 +9,7 @@ mpiexec=$2
 # shellcheck source=tests/e2e/e2e_common.sh
 source "$(dirname "$0")/e2e_common.sh"
 
-"$dptrain" data synth "$work/synth" --classes 4 --per-class 30 --val-per-class 2 --size 28 > "$work/synth.log" 2>&1 ||
-  { cat "$work/synth.log"; fail "synth"; }
-"$dptrain" data convert imagenet "$work/synth" "$work/data" --size 28 --shards 2 --val-shards 1 > "$work/convert.log" 2>&1 ||
-  { cat "$work/convert.log"; fail "conversion"; }
+synth_data 30
 DPTRAIN_TEST_THROTTLE=2:40 run_mpi -n 3 \
   "$dptrain" train --model lenet --data "$work/data" --steps 60 --batch-size 8 --lr 0.05 --log-every 20 \
   --threads 1 --metrics "$work/m.jsonl" > "$work/train.log" 2>&1 || { cat "$work/train.log"; fail "training"; }

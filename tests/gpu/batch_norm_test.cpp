@@ -3,8 +3,6 @@
 // f32-copies fallback both agree with the CPU, and "native" required where the probe failed is an
 // error that says so. Prints the probe's verdict and the time of both paths on ResNet-50's largest
 // batch norm, for the GPU check's log.
-#include "dptrain/backend/cuda/batch_norm_bf16.hpp"
-
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
@@ -14,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "dptrain/backend/cuda/batch_norm_bf16.hpp"
 #include "dptrain/backend/cuda/context.hpp"
 #include "dptrain/core/error.hpp"
 #include "gpu/gpu_testing.hpp"

@@ -107,7 +107,9 @@ void GradientReducer::enqueue(std::size_t bucket) {
   work_.notify_one();
 }
 
-void GradientReducer::reduce(Bucket& bucket) {
+void GradientReducer::reduce(std::size_t index, TraceThread thread) {
+  Bucket& bucket = buckets_[index];
+  TraceSpan traced(trace_, TraceEvent::allreduce, thread, static_cast<int>(index));
   const double start = now_seconds();
   if (bucket.ready) {
     bucket.ready->wait();
@@ -131,7 +133,7 @@ void GradientReducer::run_thread() {
       queue_.pop_front();
     }
     try {
-      reduce(buckets_[next]);
+      reduce(next, TraceThread::communication);
     } catch (...) {
       std::lock_guard lock(mutex_);
       error_ = std::current_exception();
@@ -153,12 +155,13 @@ void GradientReducer::synchronize() {
   }
   const double start = now_seconds();
   if (overlapping()) {
+    TraceSpan traced(trace_, TraceEvent::gradient_wait);
     std::unique_lock lock(mutex_);
     done_.wait(lock, [this] { return reduced_ == buckets_.size(); });
     reduced_ = 0;
     if (error_) std::rethrow_exception(error_);
   } else {
-    for (Bucket& b : buckets_) reduce(b);
+    for (std::size_t b = 0; b < buckets_.size(); ++b) reduce(b, TraceThread::main);
   }
   const double waited = now_seconds() - start;
   warmed_up_ = true;

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "dptrain/core/trace_recorder.hpp"
 #include "dptrain/distributed/communicator.hpp"
 #include "dptrain/layers/layer.hpp"
 
@@ -77,6 +78,9 @@ class GradientReducer {
   // Whether this step's buckets are summed while the backward pass goes on (overlap on, and the
   // warm-up step done).
   bool overlapping() const { return thread_.joinable() && warmed_up_; }
+  // Records each bucket's allreduce (on the thread that runs it) and synchronize()'s wait for the
+  // buckets in flight (`dptrain train --trace`); null: nothing. Before the first step.
+  void set_trace(TraceRecorder* trace) { trace_ = trace; }
 
  private:
   struct Bucket {
@@ -89,7 +93,8 @@ class GradientReducer {
     // CPU backend): the communication thread waits on it, never the backward pass.
     std::unique_ptr<Fence> ready;
   };
-  void reduce(Bucket& bucket);
+  // `thread`: where it runs, for the trace.
+  void reduce(std::size_t bucket, TraceThread thread);
   void enqueue(std::size_t bucket);
   void mark_ready();  // a bucket's gradients are written (now)
   void run_thread();
@@ -110,6 +115,7 @@ class GradientReducer {
   bool stopping_ = false;
   std::exception_ptr error_;
   ReducerStats stats_;
+  TraceRecorder* trace_ = nullptr;
 };
 
 }  // namespace dptrain::distributed

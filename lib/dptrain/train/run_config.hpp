@@ -36,6 +36,9 @@ struct TrainingRunConfig {
   int loader_threads = 0;         // 0: what the rank can spare
   bool reset_classifier = false;  // a resume keeps the fresh classifier (fine-tuning to other classes)
   int log_every = 50;
+  // --trace: each rank's trace of a window of steps to this directory ("" none); the window,
+  // --trace-steps FIRST:LAST ("" the default: trace_window in train/trace_file.hpp).
+  std::string trace, trace_steps;
   std::uint64_t seed = 1;
   distributed::JobOptions dist;
   BackendOptions device;

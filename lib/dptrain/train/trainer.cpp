@@ -18,13 +18,21 @@ Trainer::Trainer(Net& net, TrainerConfig config)
 StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
   const PassContext ctx{true, config_.seed, static_cast<std::uint64_t>(epoch), first_sample};
   net_.set_loss_scale(scaler_.scale());
-  net_.run_forward(ctx);
-  net_.backward();
+  {
+    TraceSpan forward(trace_, TraceEvent::forward);
+    net_.run_forward(ctx);
+  }
+  {
+    TraceSpan backward(trace_, TraceEvent::backward);
+    net_.backward();
+  }
   if (after_backward_queued_) after_backward_queued_();
   if (gradient_sync_) gradient_sync_();
   const double lr = schedule_.at(step_);
+  TraceSpan update(trace_, TraceEvent::optimizer_update);
   const bool apply = scaler_.unscale(net_.backend(), gradients_, step_ + 1);
   if (apply) sgd_.step(static_cast<float>(lr));
+  update.finish();
   ++step_;
   StepResult result = score(net_.total_loss());
   result.learning_rate = lr;

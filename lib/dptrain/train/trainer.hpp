@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 
+#include "dptrain/core/trace_recorder.hpp"
 #include "dptrain/net/net.hpp"
 #include "dptrain/optim/schedule.hpp"
 #include "dptrain/optim/sgd.hpp"
@@ -46,6 +47,8 @@ class Trainer {
   // reduction, the loss scaler's overflow check, the loss): on a GPU the host is free here while the
   // device computes, so the loop stages the next batch (Backend::InputStager).
   void set_after_backward_queued(std::function<void()> hook) { after_backward_queued_ = std::move(hook); }
+  // Records each step's forward, backward and update there (`dptrain train --trace`); null: nothing.
+  void set_trace(TraceRecorder* trace) { trace_ = trace; }
   Sgd& optimizer() { return sgd_; }
   LossScaler& loss_scaler() { return scaler_; }
   const LearningRateSchedule& schedule() const { return schedule_; }
@@ -61,6 +64,7 @@ class Trainer {
   std::vector<Tensor*> gradients_;
   std::int64_t step_ = 0;
   std::function<void()> gradient_sync_, after_backward_queued_;
+  TraceRecorder* trace_ = nullptr;
 };
 
 }  // namespace dptrain

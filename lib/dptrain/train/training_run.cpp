@@ -14,6 +14,7 @@
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/next_stop.hpp"
 #include "dptrain/train/shared_manifest.hpp"
+#include "dptrain/train/trace_file.hpp"
 #include "dptrain/train/training_log.hpp"
 #include "dptrain/train/tuned_choices_sync.hpp"
 
@@ -84,12 +85,16 @@ struct TrainingRun::State {
   double wait = 0;      // seconds this step waited for the loader
   int throttle_ms = 0;  // DPTRAIN_TEST_THROTTLE: a straggler made on purpose (tests)
   data::Batch batch, upcoming;
+  std::unique_ptr<TraceRecorder> trace;  // --trace; null without it
+  bool trace_written = false;
 
   void start_up();
   void restore();
   void connect_gradients();
   void announce();
   void fetch(data::Batch& into);
+  void start_trace();
+  void write_trace() noexcept;
   ckpt::Progress progress_after(const data::Batch& done) const;
   double seconds_before_next_stop(double step_seconds) const;
 };
@@ -174,6 +179,7 @@ void TrainingRun::State::start_up() {
   progress.schedule = tc.schedule;
   progress.base_lr = trainer->schedule().base();
   connect_gradients();
+  if (!o.trace.empty()) start_trace();
 
   if (manifest.splits.contains("validation")) {
     data::LoaderConfig eval_cfg = train_cfg;
@@ -258,6 +264,32 @@ void TrainingRun::State::announce() {
   *out << distributed::describe(job->launch_warnings());
 }
 
+void TrainingRun::State::start_trace() {
+  const TraceWindow window = trace_window(o.trace_steps, first_step);
+  prepare_trace_directory(o.trace);
+  // A step records its step, data wait, forward, backward, gradient wait and update, one allreduce per
+  // bucket, and at most an evaluation and a checkpoint.
+  trace = std::make_unique<TraceRecorder>(window, 8 + reducer->bucket_count());
+  trainer->set_trace(trace.get());
+  reducer->set_trace(trace.get());
+  *out << "trace: steps " << window.first << " to " << window.last << " to " << trace_file_path(o.trace, job->rank())
+       << (job->size() > 1 ? " (one file per rank)" : "") << "\n";
+}
+
+void TrainingRun::State::write_trace() noexcept {
+  if (!trace || trace_written) return;
+  trace_written = true;
+  const int rank = job->rank();
+  // A trace is a diagnosis: failing to write it is reported but does not end the training.
+  try {
+    write_trace_file(o.trace, rank, trace->chrome_trace_json(rank, job->topology().ranks.at(rank).node));
+    *out << "trace: wrote " << trace_file_path(o.trace, rank) << " (" << trace->event_count() << " events"
+         << (trace->dropped() > 0 ? ", " + std::to_string(trace->dropped()) + " dropped" : std::string()) << ")\n";
+  } catch (const std::exception& e) {
+    std::cerr << "dptrain: warning: rank " << rank << ": the trace was not written: " << e.what() << "\n";
+  }
+}
+
 double TrainingRun::State::seconds_before_next_stop(double step_seconds) const {
   // `progress` is where the next step starts.
   NextStop next;
@@ -271,7 +303,9 @@ double TrainingRun::State::seconds_before_next_stop(double step_seconds) const {
 
 void TrainingRun::State::fetch(data::Batch& into) {
   const auto t = clock::now();
+  TraceSpan traced(trace.get(), TraceEvent::data_wait);
   into = train_loader->next();
+  traced.finish();
   wait += since(t);
   stager->stage(into.images);
 }
@@ -299,13 +333,16 @@ TrainingRun::TrainingRun(TrainingRunConfig config, std::ostream& out) : s_(std::
   s_->start_up();
 }
 
-TrainingRun::~TrainingRun() = default;
+// A run ended by an error still leaves the steps it recorded.
+TrainingRun::~TrainingRun() { s_->write_trace(); }
 
 StepOutcome TrainingRun::step() {
   State& s = *s_;
   DPTRAIN_CHECK(!finished(), "TrainingRun::step() after the run finished");
   const std::int64_t step = s.step;
   if (step != s.first_step) s.step_start = clock::now();
+  if (s.trace) s.trace->begin_step(step + 1);
+  TraceSpan traced_step(s.trace.get(), TraceEvent::step);
   s.stager->finish(s.net->images());
   if (s.throttle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.throttle_ms));
   std::copy_n(s.batch.labels.data<std::int32_t>(), s.batch.labels.numel(), s.net->labels().data<std::int32_t>());
@@ -326,6 +363,7 @@ StepOutcome TrainingRun::step() {
       ready_at > 0 ? std::max(0.0, ready_at - std::chrono::duration<double>(s.step_start.time_since_epoch()).count())
                    : 0.0;
   s.log->record_step(r, s.per_rank_batch, step_seconds, s.wait, compute);
+  traced_step.finish();
   s.wait = 0;
   s.progress = s.progress_after(s.batch);
   const bool last = step + 1 == s.total_steps;
@@ -335,12 +373,14 @@ StepOutcome TrainingRun::step() {
   }
   if (outcome.epoch_end) s.log->report_epoch_end(s.batch.epoch, s.train_cfg.threads);
   if ((outcome.epoch_end || last) && s.eval_loader) {
+    TraceSpan traced(s.trace.get(), TraceEvent::evaluation);
     s.last_eval = evaluate(*s.net, *s.trainer, *s.eval_loader, s.job->communicator());
     s.log->report_evaluation(s.batch.epoch, step + 1, *s.last_eval);
     outcome.evaluated = true;
   }
   const RunCheckpoints::Next next = s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(step_seconds));
   if (next != RunCheckpoints::Next::train && s.checkpoints->enabled()) {
+    TraceSpan traced(s.trace.get(), TraceEvent::checkpoint);
     s.checkpoints->write(s.o.model, *s.net, s.trainer->optimizer(), s.progress, s.configuration,
                          s.backend->tuned_choices());
     outcome.checkpointed = true;
@@ -349,6 +389,8 @@ StepOutcome TrainingRun::step() {
   s.stopped = outcome.stop;
   s.batch = std::move(s.upcoming);
   s.step = step + 1;
+  // The window's last step, or the run's (a run shorter than the window): the trace is complete.
+  if (s.trace && (s.trace->is_last_step(step + 1) || finished())) s.write_trace();
   return outcome;
 }
 
