@@ -14,10 +14,13 @@
 #   $LD_LIBRARY_PATH, /usr/local/nvidia/lib*, the site-packages nvidia/*/lib folders of every python3,
 #   $CUDA_HOME, /usr/local/cuda*/lib*, `ldconfig -p` and the system folders, prints the file each
 #   soname resolved to, runs `ld.so --list` on every executable (and stops on "not found" or an
-#   undefined symbol), then `dptrain info`: the CUDA runtime, driver, cuBLAS, cuDNN, NCCL and the GPUs.
-#   With no device it stops with "no usable GPU" and the runtime's cudaError (exit 3).
-# Stage 1 (under 4 minutes): the GPU tests (device, CPU/GPU agreement of every op in fp32, bf16 and
-#   fp16, a model step, the same step twice bit for bit, NCCL on one rank), then `dptrain bench` of
+#   undefined symbol), as well as the bundled Open MPI's mpiexec and MCA components, then
+#   `dptrain info`: the CUDA runtime, driver, cuBLAS, cuDNN (found and built with), NCCL (found and
+#   built with) and the GPUs. With no device it stops with "no usable GPU" and the runtime's
+#   cudaError (exit 3).
+# Stage 1 (under 4 minutes): the GPU tests (device; NCCL on one rank; NCCL on two ranks and a rank
+#   frozen in the GPU allreduce, both under the bundle's own Open MPI mpiexec; CPU/GPU agreement of
+#   every op in fp32, bf16 and fp16, a model step, the same step twice bit for bit), then `dptrain bench` of
 #   ResNet-50 in fp32 and bf16 (deterministic algorithms, then --nondeterministic: their cost) and
 #   the PyTorch peer (torchvision ResNet-50, same batch and steps, bf16 autocast, channels-last;
 #   skipped without torch), then GoogLeNet, Inception-BN and Inception-V3 while time is left.
@@ -195,16 +198,70 @@ if grep -q 'not found' "$logs/ld-cuda-libraries.txt" 2>/dev/null; then
   say "STOP: a CUDA library found here misses a library it needs (see above)"
   exit 4
 fi
-say "ld.so --list: every executable loads with all its libraries and symbols"
+# The bundle's Open MPI (the two-rank tests): mpiexec through the bundled loader, told by Open MPI's
+# and PMIx's relocation variables where its components, help texts and parameter files lie. --argv0
+# keeps its name relative: an absolute one would make it add its folders to the ranks' PATH and
+# LD_LIBRARY_PATH. The ranks it forks are the wrappers above, which exec the bundled loader in turn.
+mpiexec=""
+if [[ -x $bundle/openmpi/bin/mpiexec ]]; then
+  mpiexec=$work/bin/mpiexec
+  {
+    printf '#!/bin/sh\n'
+    printf 'export OPAL_PREFIX="%s" OPAL_EXEC_PREFIX="%s" OPAL_BINDIR="%s" OPAL_LIBDIR="%s"\n' \
+      "$bundle/openmpi" "$bundle/openmpi" "$bundle/openmpi/bin" "$bundle/lib"
+    printf 'export OPAL_PKGLIBDIR="%s" OPAL_DATAROOTDIR="%s" OPAL_DATADIR="%s" OPAL_PKGDATADIR="%s" OPAL_SYSCONFDIR="%s"\n' \
+      "$bundle/openmpi/lib/openmpi3" "$bundle/openmpi/share" "$bundle/openmpi/share" "$bundle/openmpi/share/openmpi" \
+      "$bundle/openmpi/etc"
+    printf 'export PMIX_PREFIX="%s" PMIX_INSTALL_PREFIX="%s" PMIX_LIBDIR="%s" PMIX_PKGLIBDIR="%s"\n' \
+      "$bundle/pmix" "$bundle/pmix" "$bundle/lib" "$bundle/pmix/lib/pmix"
+    printf 'export PMIX_DATAROOTDIR="%s" PMIX_DATADIR="%s" PMIX_PKGDATADIR="%s" PMIX_SYSCONFDIR="%s" PMIX_MCA_mca_base_component_path="%s"\n' \
+      "$bundle/pmix/share" "$bundle/pmix/share" "$bundle/pmix/share/pmix" "$bundle/pmix/etc" "$bundle/pmix/lib/pmix"
+    # One node: shared memory between the ranks, without the single-copy mechanism containers forbid.
+    printf 'export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none\n'
+    # No hwloc plugins from the machine (they would load its libraries beside the bundle's).
+    printf 'export HWLOC_PLUGINS_PATH="%s"\n' "$bundle/openmpi/no-hwloc-plugins"
+    printf 'exec "%s" --library-path "%s" --argv0 mpiexec "%s" "$@"\n' "$loader" "$bundle/lib" "$bundle/openmpi/bin/mpiexec"
+  } >"$mpiexec" || { say "STOP: cannot write $mpiexec"; exit 1; }
+  chmod +x "$mpiexec" || { say "STOP: cannot make $mpiexec executable"; exit 1; }
+  ld_failed=0
+  timeout -k 2 20 env LD_TRACE_LOADED_OBJECTS=1 LD_WARN=yes LD_BIND_NOW=yes "$loader" --library-path "$bundle/lib" \
+    "$bundle/openmpi/bin/mpiexec" >"$logs/ld-mpiexec.txt" 2>&1 || ld_failed=1
+  for component in "$bundle"/openmpi/lib/openmpi3/*.so "$bundle"/pmix/lib/pmix/*.so; do
+    [[ -f $component ]] || continue
+    echo "== $component" >>"$logs/ld-mca-components.txt"
+    timeout -k 2 20 "$loader" --library-path "$bundle/lib" --list "$component" >>"$logs/ld-mca-components.txt" 2>&1 ||
+      { echo "(exit $?)" >>"$logs/ld-mca-components.txt"; ld_failed=1; }
+  done
+  if (( ld_failed )) || grep -Eq 'not found|undefined symbol' "$logs/ld-mpiexec.txt" "$logs/ld-mca-components.txt"; then
+    grep -h -e '^==' -e 'not found' -e 'undefined symbol' -e '^(exit' "$logs/ld-mpiexec.txt" "$logs/ld-mca-components.txt" |
+      grep -B1 -e 'not found' -e 'undefined symbol' -e '^(exit' | head -n 20
+    say "STOP: the bundled Open MPI cannot load here (see above)"
+    exit 4
+  fi
+fi
+say "ld.so --list: every executable loads with all its libraries and symbols$([[ -n $mpiexec ]] && echo ", and so do Open MPI's mpiexec and its $(grep -c '^==' "$logs/ld-mca-components.txt") MCA components")"
 
 timeout -k 5 60 "$work/bin/dptrain" info >"$logs/info.txt" 2>&1
 rc=$?
-sed 's/^/    /' "$logs/info.txt" | tee -a "$out/summary.txt"
 if (( rc != 0 )); then
+  sed 's/^/    /' "$logs/info.txt" | tee -a "$out/summary.txt"
   show_tail "$logs/info.txt"
   say "STOP: dptrain info failed (exit $rc)"
   exit 1
 fi
+# The versions found here beside those the bundle was built against: cuDNN's line names both; NCCL's
+# build version is on the toolkit line ("toolkit: ...", then "cuDNN X (...), NCCL Y (...)").
+found_cudnn=$(sed -n 's/^cuDNN  *\([0-9][0-9.]*\).*/\1/p' "$logs/info.txt" | head -n 1)
+built_cudnn=$(sed -n 's/^cuDNN  *[0-9.]*, built with \([0-9][0-9.]*\).*/\1/p' "$logs/info.txt" | head -n 1)
+found_nccl=$(sed -n 's/^NCCL  *\([0-9][0-9.]*\).*/\1/p' "$logs/info.txt" | head -n 1)
+built_nccl=$(sed -n '/^toolkit:/,/^[^ t]/s/.*NCCL \([0-9][0-9.]*\).*/\1/p' "$logs/info.txt" | head -n 1)
+versions() {  # versions NAME FOUND BUILT
+  local note=""
+  [[ -n $2 && -n $3 && ${2%%.*} != "${3%%.*}" ]] && note=" (a different major version)"
+  echo "$1 ${2:-unknown} found, built with ${3:-unknown}$note"
+}
+say "versions: $(versions cuDNN "$found_cudnn" "$built_cudnn"); $(versions NCCL "$found_nccl" "$built_nccl")"
+sed 's/^/    /' "$logs/info.txt" | tee -a "$out/summary.txt"
 gpus_line=$(grep -m 1 '^GPUs ' "$logs/info.txt")
 if [[ $gpus_line =~ none:\ (.*) ]]; then
   say "no usable GPU: ${BASH_REMATCH[1]}"
@@ -231,6 +288,46 @@ step() {  # step NAME CAP COMMAND...: COMMAND under timeout -k, output in logs/N
   fi
   timeout -k 10 "$lim" "$@" >"$logs/$name.log" 2>&1
 }
+mpi_step() {  # mpi_step NAME EXE CAP [PASS_REGEX]: two ranks of the bundled EXE under the bundle's mpiexec, judged
+  # as CTest judges the test of that name: a "SKIP:" line is a skip whatever the exit code; with
+  # PASS_REGEX, a line matching it passes and nothing else does; without, exit code 0 passes.
+  local name=$1 exe=$2 cap=$3 pass=${4:-} rc skips
+  if [[ -z $mpiexec || ! -x $work/bin/$exe ]]; then
+    echo "not run: the bundle has no Open MPI or no $exe (remake it)" >"$logs/$name.log"
+    say "$name: FAILED (the bundle has no Open MPI or no $exe: remake it with make-gpu-bundle.sh)"
+    status=1
+    pack_logs
+    return
+  fi
+  step "$name" "$cap" "$mpiexec" --oversubscribe --allow-run-as-root --tag-output -n 2 "$work/bin/$exe"
+  rc=$?
+  case $rc in
+    124 | 137)
+      # mpiexec, stopped by timeout, normally takes its ranks down; a rank it left (one frozen by
+      # the test, say) would hold the GPU through the benchmarks.
+      for pid in $(pgrep -f -- "$bundle/bin/$exe" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+      verdict "$name" "$rc"; return ;;
+    200) verdict "$name" "$rc"; return ;;
+  esac
+  # (--tag-output: each line of a rank's output starts with [JOB,RANK]<stdout>.)
+  skips=$(grep 'SKIP:' "$logs/$name.log" | grep -o '^\[[0-9]*,[0-9]*\]' | sort -u | wc -l)
+  if grep -q 'SKIP:' "$logs/$name.log"; then
+    say "$name: SKIPPED (ranks saying so: $skips of 2; $(grep -m 1 -o 'SKIP:.*' "$logs/$name.log"))"
+    status=1
+  elif [[ -n $pass ]]; then
+    if grep -Eq -- "$pass" "$logs/$name.log"; then
+      say "$name: passed ($(grep -m 1 -Eo -- "$pass" "$logs/$name.log" | cut -c 1-60)...)"
+    else
+      say "$name: FAILED (exit $rc; no line matches the expected report)"
+      show_tail "$logs/$name.log"
+      status=1
+    fi
+  else
+    verdict "$name" "$rc"
+    return
+  fi
+  pack_logs
+}
 verdict() {  # verdict NAME RC: one summary line; the log's tail on stdout on failure
   case $2 in
     0) say "$1: passed" ;;
@@ -243,9 +340,13 @@ verdict() {  # verdict NAME RC: one summary line; the log's tail on stdout on fa
 }
 say "stage 1: GPU tests, then benchmarks (batch $batch, $warmup warm-up + $steps timed steps) until +${deadline}s"
 step gpu_device 60 "$work/bin/gpu_device"; verdict gpu_device $?
-step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
-grep '^agreement ' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
 step gpu_nccl 60 "$work/bin/gpu_nccl"; verdict gpu_nccl $?
+# Two ranks under mpiexec (seconds each). The frozen rank's report, as tests/gpu/CMakeLists.txt expects it.
+mpi_step gpu_nccl_np2 gpu_nccl 45
+frozen_report='rank 0: collective #[0-9]+ \([a-z -]+\) has waited [0-9]+ s, longer than --stall-timeout 8 s. ranks that stopped answering \(frozen, killed, or their node is lost\): 1 on node1 '
+mpi_step gpu_nccl_frozen_rank gpu_nccl_frozen_rank 45 "$frozen_report"
+step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
+grep -E '^(agreement |bf16 batch norm)' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
 
 runs=()  # "source model precision" of every result file, in order, for bench.json and the table
 write_bench_json() {

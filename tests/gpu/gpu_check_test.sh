@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # scripts/make-gpu-bundle.sh and scripts/gpu-check.sh's stage 0 on this machine, as a GPU machine
 # would run them: the bundle is made from this build, and stage 0 unpacks it into a temporary
-# folder, finds the CUDA libraries, loads every executable and runs `dptrain info`.
+# folder, finds the CUDA libraries, loads every executable (the bundled Open MPI's mpiexec and MCA
+# components too) and runs `dptrain info`.
 #  1. Without a GPU it ends with "no usable GPU" and the runtime's cudaError name (exit 3; with a
-#     GPU: "stage 0 passed", exit 0), leaving at most 6 files in $OUT, whose log archive unpacks.
+#     GPU: "stage 0 passed", exit 0), leaving at most 6 files in $OUT, whose log archive unpacks;
+#     it names the cuDNN and NCCL versions found beside those the bundle was built with.
 #  2. Without a working gzip or xz program it unpacks (and packs its logs) with Python's tarfile.
 #  3. Libraries laid out as PyTorch's nvidia-* wheels lay them out (in a python3's
 #     site-packages) are found there, preferred, and are what `dptrain info` reports loaded.
 #  4. A CUDA library the bundle needs and the machine lacks stops it with "NOT FOUND" (exit 4).
-#  5. --rehearse runs stage 1's plumbing on the CPU backend: a table, a valid bench.json, the archive.
+#  5. --rehearse runs stage 1's plumbing on the CPU backend: a table, a valid bench.json, the archive;
+#     the two-rank tests run under the bundle's mpiexec, and without a GPU both of their ranks report
+#     themselves skipped (which proves the launch and MPI_Init worked); with a GPU they pass.
 # Usage: gpu_check_test.sh BUILD_DIR, or gpu_check_test.sh --no-cuda (reports itself skipped).
 set -uo pipefail
 if [[ ${1:-} == --no-cuda ]]; then
@@ -58,6 +62,10 @@ files=$(find "$work/plain/out" -type f | wc -l)
 grep -q 'libcudnn.so.9 -> /' "$work/plain.log" || fail "stage 0 did not say where libcudnn.so.9 is"
 grep -q 'ld.so --list: every executable loads' "$work/plain.log" || fail "stage 0 did not check the executables load"
 grep -Eq '^ +cuDNN +9\.' "$work/plain.log" || fail "dptrain info did not report cuDNN"
+grep -Eq 'versions: cuDNN 9\.[0-9.]+ found, built with 9\.[0-9.]+; NCCL 2\.[0-9.]+ found, built with 2\.[0-9.]+' "$work/plain.log" ||
+  { cat "$work/plain.log"; fail "stage 0 did not name the cuDNN and NCCL versions found and built with"; }
+grep -Eq "loads with all its libraries and symbols, and so do Open MPI's mpiexec and its [0-9]+ MCA components" "$work/plain.log" ||
+  { cat "$work/plain.log"; fail "stage 0 did not check the bundled Open MPI loads"; }
 python3 -c 'import sys, tarfile; names = tarfile.open(sys.argv[1]).getnames(); sys.exit("logs/info.txt" not in names)' \
   "$work/plain/out/logs.tar.gz" || fail "logs.tar.gz does not hold logs/info.txt"
 echo "1. $(grep -E 'no usable GPU|stage 0 passed' "$work/plain.log" | tail -n 1); $files files in \$OUT"
@@ -95,14 +103,14 @@ for soname in libcudart.so.13 libcublas.so.13 libcudnn.so.9 libcudnn_cnn.so.9 li
 done
 grep -Eq "^ +cuDNN .*\($site/nvidia/cudnn/lib/libcudnn.so.9\)" "$work/wheels.log" ||
   { cat "$work/wheels.log"; fail "dptrain info did not load cuDNN from the wheels"; }
-echo "3. wheels in site-packages: found, preferred and loaded ($(grep -m 1 -o 'cuDNN .*' "$work/wheels.log"))"
+echo "3. wheels in site-packages: found, preferred and loaded ($(grep -m 1 -Eo 'cuDNN +[0-9.]+, built with .*' "$work/wheels.log"))"
 
 # 4. A library the machine lacks.
 mkdir -p "$work/repack"
 tar -C "$work/repack" -xzf "$bundle" || fail "cannot unpack the bundle"
 echo libdptrain_not_anywhere.so.1 >>"$work/repack/cuda-libs.txt"
 bundle=$work/missing.tar.gz
-tar -C "$work/repack" -czf "$bundle" bin lib cuda-libs.txt || fail "cannot repack the bundle"
+(cd "$work/repack" && tar -czf "$bundle" -- *) || fail "cannot repack the bundle"
 stage0 missing
 [[ $rc -eq 4 ]] || { cat "$work/missing.log"; fail "a missing library: exit code $rc, not 4"; }
 if ! grep -q 'libdptrain_not_anywhere.so.1 -> NOT FOUND' "$work/missing.log" || ! grep -q 'STOP:' "$work/missing.log"; then
@@ -127,5 +135,13 @@ assert [(r["source"], r["result"]["model"]) for r in runs] == [("dptrain", "lene
 assert all(r["result"]["images_per_sec"] > 0 for r in runs)
 assert "logs/dptrain-lenet-fp32.log" in tarfile.open(os.path.join(out, "logs.tar.gz")).getnames()
 PY
-echo "5. rehearsal of stage 1 on the CPU: $(grep -m 1 '^| lenet' "$work/rehearsal.log")"
+for test in gpu_nccl_np2 gpu_nccl_frozen_rank; do
+  if (( gpu_here )); then
+    grep -q "$test: passed" "$work/rehearsal.log" || { cat "$work/rehearsal.log"; fail "rehearsal: $test did not pass on a GPU machine"; }
+  else
+    grep -q "$test: SKIPPED (ranks saying so: 2 of 2; SKIP: no usable GPU" "$work/rehearsal.log" ||
+      { cat "$work/rehearsal.log"; fail "rehearsal: $test was not skipped by both ranks under the bundled mpiexec"; }
+  fi
+done
+echo "5. rehearsal of stage 1 on the CPU: $(grep -m 1 '^| lenet' "$work/rehearsal.log"); $(grep -m 1 -o 'gpu_nccl_frozen_rank: [A-Za-z]*[^;]*' "$work/rehearsal.log")"
 echo "PASS"
