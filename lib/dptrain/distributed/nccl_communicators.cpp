@@ -3,10 +3,10 @@
 #include <mpi.h>
 
 #include <chrono>
-#include <thread>
 
 #include "dptrain/backend/cuda/check_cuda.hpp"
 #include "dptrain/core/check_mpi.hpp"
+#include "dptrain/core/completion_latch.hpp"
 #include "dptrain/distributed/launcher.hpp"
 #include "dptrain/distributed/mpi_communicator.hpp"
 #include "dptrain/distributed/mpi_lock.hpp"
@@ -49,7 +49,7 @@ std::unique_ptr<NcclCommunicator> nccl_over(MPI_Comm comm, int device) {
 }
 
 // The stream the collectives run on, and the wait that turns a hang into an abort. In a job of
-// several ranks the stall watch polls the stream, so a stalled NCCL collective names the ranks that
+// several ranks the stall watch keeps the time, so a stalled NCCL collective names the ranks that
 // stopped answering (their heartbeats go on while NCCL waits); one process alone has no watch.
 class GpuCollectives {
  public:
@@ -68,12 +68,19 @@ class GpuCollectives {
   // every collective first makes this rank's GPU current (NCCL launches on the current device).
   void bind() const { DPTRAIN_CUDA_CHECK(cudaSetDevice(device_)); }
 
-  // Waits for the stream, polling, so a stalled collective is reported after the timeout.
+  // Waits for the stream without spinning: a host function queued behind the collective signals a
+  // latch, and this thread sleeps on it. It wakes every kLook to look at the stream's error state (a
+  // host function is not called after a device error) and, in a job of several ranks, to let the
+  // stall watch check its clock, so a stalled collective is still reported after the timeout.
   void wait(const char* what, NcclCommunicator& nccl) {
+    latch_->arm();
+    DPTRAIN_CUDA_CHECK(cudaLaunchHostFunc(stream_, &CompletionLatch::signal_and_release,
+                                          new std::shared_ptr<CompletionLatch>(latch_)));
     auto finished = [this] {
+      if (latch_->wait_for(kLook)) return true;
       const cudaError_t state = cudaStreamQuery(stream_);
       if (state != cudaSuccess && state != cudaErrorNotReady) DPTRAIN_CUDA_CHECK(state);
-      return state == cudaSuccess;
+      return false;
     };
     if (watch_) {
       watch_->started(what);
@@ -93,7 +100,6 @@ class GpuCollectives {
                       " s (--stall-timeout); a GPU is stuck; aborting",
                   1);
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 
@@ -102,6 +108,9 @@ class GpuCollectives {
   double timeout_;
   std::shared_ptr<StallWatch> watch_;
   cudaStream_t stream_ = nullptr;
+  // Shared with the host functions in flight: one may still run after this object is gone.
+  std::shared_ptr<CompletionLatch> latch_ = std::make_shared<CompletionLatch>();
+  static constexpr std::chrono::microseconds kLook{20000};
 };
 
 class NcclFlatCommunicator final : public Communicator {

@@ -7,8 +7,9 @@
 //                NVLink or the PCIe switch) and MPI between nodes on each rank's shard, staged
 //                through pinned host memory, so no CUDA-aware MPI is required.
 // The NCCL unique id is made by one rank and broadcast over MPI. Each call enqueues on the
-// communicator's stream and waits for it, polling with the stall timeout: a GPU collective that never
-// completes aborts NCCL and the job with a message instead of hanging until the time limit.
+// communicator's stream and sleeps until a host function queued behind it says it is done (waking
+// every 20 ms for the stall timeout): a GPU collective that never completes aborts NCCL and the job
+// with a message instead of hanging until the time limit.
 // Metrics and control messages stay on the host communicator (distributed::Job::communicator()).
 #include <cuda_runtime.h>
 
