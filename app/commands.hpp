@@ -14,6 +14,7 @@ Command add_data_command(CLI::App& app);
 Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_plot_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 Command add_import_command(CLI::App& app);

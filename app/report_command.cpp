@@ -1,23 +1,14 @@
 // dptrain report: the scaling table (GPUs, images/sec, speedup, efficiency per model) of benchmark and
 // training results, as text, CSV and a PNG chart drawn by gnuplot (the whitepaper's Figure 6).
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "cluster_profile.hpp"
 #include "commands.hpp"
 #include "dptrain/core/error.hpp"
+#include "gnuplot.hpp"
 #include "option_checks.hpp"
 #include "scaling_report.hpp"
-
-extern char** environ;
 
 namespace dptrain::app {
 namespace {
@@ -29,50 +20,8 @@ struct ReportOptions {
   double bucket_mb = 25;
 };
 
-// The gnuplot to run: $GNUPLOT, else the first `gnuplot` on PATH.
-std::string find_gnuplot() {
-  if (const char* g = std::getenv("GNUPLOT"); g != nullptr && *g != '\0') return g;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
-  std::size_t start = 0;
-  while (start <= dirs.size()) {
-    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-    const std::filesystem::path candidate = std::filesystem::path(dirs.substr(start, end - start)) / "gnuplot";
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    start = end + 1;
-  }
-  return {};
-}
-
 void draw_plot(const std::vector<ScalingRow>& rows, const std::string& png) {
-  const std::string gnuplot = find_gnuplot();
-  DPTRAIN_CHECK(!gnuplot.empty(),
-                "--plot needs gnuplot, which is not installed (Debian: apt-get install gnuplot-nox; "
-                "or set GNUPLOT to its path); the table and the CSV do not need it");
-  // The script is kept next to the chart, so it can be edited and re-run.
-  const std::string script = png + ".gp";
-  {
-    std::ofstream out(script);
-    DPTRAIN_CHECK(out.good(), "cannot write the gnuplot script '", script, "'");
-    out << scaling_plot_script(rows, png);
-    DPTRAIN_CHECK(out.good(), "writing the gnuplot script '", script, "' failed");
-  }
-  std::filesystem::remove(png);
-  // gnuplot is run without a shell, with the script as its one argument; a relative path starting with
-  // '-' would read as an option, so it is given as ./PATH.
-  const std::string script_argument = script.front() == '-' ? "./" + script : script;
-  std::vector<char*> argv{const_cast<char*>(gnuplot.c_str()), const_cast<char*>(script_argument.c_str()), nullptr};
-  pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, gnuplot.c_str(), nullptr, nullptr, argv.data(), environ);
-  DPTRAIN_CHECK(rc == 0, "cannot run '", gnuplot, "': ", std::strerror(rc));
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    DPTRAIN_CHECK(errno == EINTR, "waiting for gnuplot failed: ", std::strerror(errno));
-  }
-  DPTRAIN_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "gnuplot failed on '", script,
-                "' (its message is above)");
-  DPTRAIN_CHECK(std::filesystem::exists(png) && std::filesystem::file_size(png) > 0, "gnuplot wrote no chart to '", png,
-                "'");
+  draw_with_gnuplot(scaling_plot_script(rows, png), png, "--plot (the table and the CSV do not need it)");
 }
 
 int run_report(const ReportOptions& o) {

@@ -16,6 +16,7 @@
 #include "dptrain/core/error.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/gradient_timing.hpp"
+#include "gnuplot.hpp"
 #include "json_counts.hpp"
 
 namespace dptrain::app {
@@ -60,25 +61,6 @@ std::optional<ScalingSample> sample_from(const json& j, const std::string& where
   return s;
 }
 
-// Whether a byte is a control character (C0 or DEL): a newline would end a gnuplot command and a
-// table row, an escape sequence would drive the terminal.
-bool is_control(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u < 0x20 || u == 0x7f;
-}
-
-// A gnuplot string that gnuplot takes literally: single-quoted, where gnuplot expands no backquote
-// (a double-quoted string runs `command` through the shell), no @macro and no backslash escape; a
-// single quote inside is written twice. It cannot hold a newline, so the text must have none.
-std::string gnuplot_single_quoted(const std::string& text) {
-  std::string q = "'";
-  for (char c : text) {
-    q += c;
-    if (c == '\'') q += '\'';
-  }
-  return q + "'";
-}
-
 // A CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or a line break.
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
@@ -90,28 +72,6 @@ std::string csv_field(const std::string& text) {
   return q + "\"";
 }
 }  // namespace
-
-std::string printable_name(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    if (!is_control(c)) {
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else {
-      static const char* const hex = "0123456789abcdef";
-      const auto u = static_cast<unsigned char>(c);
-      out += "\\x";
-      out += hex[u >> 4];
-      out += hex[u & 0xf];
-    }
-  }
-  return out;
-}
 
 std::vector<ScalingSample> read_scaling_samples(const std::string& path) {
   std::ifstream in(path);
@@ -276,9 +236,7 @@ void write_scaling_csv(std::ostream& out, const std::vector<ScalingRow>& rows) {
 std::string scaling_plot_script(const std::vector<ScalingRow>& rows, const std::string& png_path) {
   // Every string the JSON files or the command line gave goes in single quotes (gnuplot_single_quoted):
   // gnuplot would run a backquoted command in a double-quoted model name. Model names are shown with
-  // their control characters escaped; the path must have none, or the chart would land elsewhere.
-  DPTRAIN_CHECK(std::find_if(png_path.begin(), png_path.end(), is_control) == png_path.end(), "the chart's path '",
-                printable_name(png_path), "' holds a control character, which a gnuplot script cannot carry");
+  // their control characters escaped.
   int max_gpus = 1;
   std::vector<std::string> models;
   for (const auto& r : rows) {
@@ -287,13 +245,7 @@ std::string scaling_plot_script(const std::vector<ScalingRow>& rows, const std::
   }
   std::ostringstream g;
   g << "# Drawn by dptrain report: speedup over the smallest GPU count, per model, and the ideal line.\n"
-    << "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n"
-    << "  set terminal pngcairo size 900,600 noenhanced font \"sans,11\"\n"
-    << "} else {\n"
-    << "  set terminal png size 900,600 noenhanced\n"
-    << "}\n"
-    << "set output " << gnuplot_single_quoted(png_path) << "\n"
-    << "set title \"Training speedup (images/sec) against GPUs\"\n"
+    << gnuplot_png_output(png_path, 900, 600) << "set title \"Training speedup (images/sec) against GPUs\"\n"
     << "set xlabel \"GPUs\"\nset ylabel \"speedup\"\n"
     << "set key top left\nset grid\n"
     << "set xrange [0:" << max_gpus + 1 << "]\nset yrange [0:" << max_gpus + 1 << "]\n";

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dptrain/distributed/scaling_model.hpp"
+#include "gnuplot.hpp"  // printable_name
 
 namespace dptrain::app {
 
@@ -50,11 +51,6 @@ std::vector<ScalingRow> scaling_table(const std::vector<ScalingSample>& samples)
 // buckets of `bucket_mb`, and `cluster`'s links. Returns a note for each model it cannot predict.
 std::vector<std::string> add_predictions(std::vector<ScalingRow>& rows, const distributed::ClusterModel& cluster,
                                          double bucket_mb);
-
-// A model name as the table and the chart show it: control characters (a newline, a terminal's escape
-// sequence) written as \n, \r, \t or \xNN, so that a name from a JSON file stays on one line and
-// cannot drive the terminal.
-std::string printable_name(const std::string& name);
 
 void print_scaling_table(std::ostream& out, const std::vector<ScalingRow>& rows);
 // The CSV keeps each name exactly, quoted as RFC 4180 says where it holds a comma, quote or line break.

@@ -1,9 +1,10 @@
 # Sourced by the end-to-end scripts that run dptrain outside Slurm: a work directory removed at the
-# end, fail(), run_mpi for mpiexec as the tests launch it, and synth_data.
+# end (kept with KEEP_WORK=1, to look at), fail(), run_mpi for mpiexec as the tests launch it, and synth_data.
 # shellcheck shell=bash
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap '[[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+[[ -z ${KEEP_WORK:-} ]] || echo "work directory (kept): $work"
 run_mpi() { "${mpiexec:?set mpiexec before sourcing e2e_common.sh}" --oversubscribe --allow-run-as-root "$@"; }
 # synth_data PER_CLASS: $work/data, a synthetic 4-class 28x28 set (2 train shards, 1 validation shard
 # of 2 images a class) made with $dptrain.

@@ -1,6 +1,7 @@
 #include "dptrain/train/training_log.hpp"
 
 #include <algorithm>
+#include <array>
 #include <iomanip>
 #include <iostream>
 #include <vector>
@@ -17,12 +18,28 @@ TrainingLog::TrainingLog(distributed::Communicator& comm, std::ostream& out, con
   if (root_ && !metrics_path.empty()) {
     metrics_.open(metrics_path);
     DPTRAIN_CHECK(metrics_.good(), metrics_path, ": cannot write the metrics file");
+    // Every line reaches the file when written: a job killed at its time limit or with its node keeps
+    // the lines of the steps it did (dptrain plot joins them with the requeued run's).
+    metrics_ << std::unitbuf;
   }
+}
+
+double TrainingLog::elapsed_seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
 }
 
 void TrainingLog::set_run_info(std::string backend, std::string precision) {
   backend_ = std::move(backend);
   precision_ = std::move(precision);
+}
+
+void TrainingLog::report_start(std::int64_t first_step, const std::string& model) {
+  started_ = std::chrono::steady_clock::now();
+  if (!metrics_.is_open()) return;
+  JsonLine j(metrics_);
+  j.field("type", "start").field("step", first_step).field("total_steps", total_steps_).field("model", model);
+  j.field("world_size", comm_.size()).field("global_batch", global_batch_).field("nodes", nodes_);
+  j.close();
 }
 
 void TrainingLog::record_step(const StepResult& r, int batch, double seconds, double data_wait, double compute) {
@@ -38,6 +55,7 @@ void TrainingLog::record_step(const StepResult& r, int batch, double seconds, do
   samples_ += batch;
   seconds_ += seconds;
   wait_ += data_wait;
+  compute_ += std::max(0.0, compute - data_wait);  // the window's split: compute without the data wait
   total_wait_ += data_wait;
   if (images_ > 0) {  // the run's first step also starts the loader: not a sign of a slow pipeline
     epoch_seconds_ += seconds;
@@ -52,15 +70,24 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
   // Sums over the ranks: loss of each rank's mean, correct, samples, data wait.
   double sums[4] = {loss_sum_, correct_, samples_, wait_};
   comm_.allreduce_sum(sums, 4);
-  std::vector<double> step_seconds(static_cast<std::size_t>(comm_.size()));
-  const double mine = seconds_ / static_cast<double>(std::max<std::int64_t>(steps_, 1));
-  comm_.allgather(&mine, step_seconds.data(), sizeof mine);
+  // Each rank's window, a step: its time, its compute, its data wait and its communication wait.
+  const double window_steps = static_cast<double>(std::max<std::int64_t>(steps_, 1));
+  const double exposed = comm_stats.exposed_seconds - exposed_before_;
+  const std::array<double, 4> mine{seconds_ / window_steps, compute_ / window_steps, wait_ / window_steps,
+                                   exposed / window_steps};
+  std::vector<std::array<double, 4>> per_rank(static_cast<std::size_t>(comm_.size()));
+  comm_.allgather(mine.data(), per_rank.data(), sizeof mine);
+  auto column = [&per_rank](std::size_t c) {
+    std::vector<double> values;
+    for (const auto& r : per_rank) values.push_back(r[c]);
+    return values;
+  };
+  const std::vector<double> step_seconds = column(0);
   const int ranks = comm_.size();
   const double loss = sums[0] / static_cast<double>(ranks * steps_);
   const double accuracy = sums[1] / sums[2];
   const double rate = sums[2] / std::max(seconds_, 1e-12);  // global images over this rank's wall time
   const double wait_fraction = sums[3] / static_cast<double>(ranks) / std::max(seconds_, 1e-12);
-  const double exposed = comm_stats.exposed_seconds - exposed_before_;
   const double eta = static_cast<double>(total_steps_ - step) * global_batch_ / std::max(rate, 1e-12);
   const auto slowest = std::max_element(step_seconds.begin(), step_seconds.end()) - step_seconds.begin();
   double mean_step = 0;
@@ -89,14 +116,16 @@ void TrainingLog::report_window(std::int64_t epoch, std::int64_t step, double le
     j.field("accuracy", accuracy).field("images_per_sec", rate).field("data_wait_fraction", wait_fraction);
     j.field("communication_wait_fraction", exposed / std::max(seconds_, 1e-12)).field("learning_rate", learning_rate);
     j.field("world_size", ranks).field("slowest_rank", static_cast<std::int64_t>(slowest));
-    j.field("step_seconds_per_rank", step_seconds);
+    j.field("elapsed_seconds", elapsed_seconds());
+    j.field("step_seconds_per_rank", step_seconds).field("compute_seconds_per_rank", column(1));
+    j.field("data_wait_seconds_per_rank", column(2)).field("communication_wait_seconds_per_rank", column(3));
     if (scaler_ && scaler_->enabled()) {
       j.field("loss_scale", static_cast<double>(scaler_->scale())).field("skipped_steps", scaler_->skipped_steps());
     }
     if (memory_mib >= 0) j.field("gpu_memory_peak_mib", memory_mib);
     j.close();
   }
-  loss_sum_ = correct_ = samples_ = seconds_ = wait_ = 0;
+  loss_sum_ = correct_ = samples_ = seconds_ = wait_ = compute_ = 0;
   steps_ = 0;
   exposed_before_ = comm_stats.exposed_seconds;
   check_stragglers(step);
@@ -138,7 +167,10 @@ void TrainingLog::report_evaluation(std::int64_t epoch, std::int64_t step, const
   if (metrics_.is_open()) {
     JsonLine j(metrics_);
     j.field("type", "eval").field("epoch", epoch).field("step", step).field("loss", e.loss);
-    j.field("top1", e.top1).field("top5", e.top5).field("samples", e.samples);
+    j.field("top1", e.top1)
+        .field("top5", e.top5)
+        .field("samples", e.samples)
+        .field("elapsed_seconds", elapsed_seconds());
     j.close();
   }
   // Evaluation time is not training throughput: the window restarts after it.

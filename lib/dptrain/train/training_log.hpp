@@ -1,7 +1,9 @@
 #pragma once
 // What `dptrain train` reports: a human line on rank 0 every --log-every steps and JSON lines in
 // --metrics. Loss and accuracy are over the global batch, images/sec over all ranks, and every
-// rank's step time is gathered so that one slow rank (a bad node, a throttled GPU) shows.
+// rank's step time, compute, data wait and communication wait are gathered into each window's line,
+// so that one slow rank (a bad node, a throttled GPU, a slow disk) shows, over the whole run.
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <functional>
@@ -30,8 +32,12 @@ class TrainingLog {
 
   // Each rank's node, by rank: named with a straggler.
   void set_rank_nodes(std::vector<std::string> nodes) { nodes_ = std::move(nodes); }
-  // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader, `compute` of them
-  // computing before it waited for the other ranks' gradients (0 on one rank).
+  // Training starts (or resumes) at `first_step`: the metrics' first line, which `dptrain plot` uses to
+  // join a requeued run's pieces; the elapsed time of the later lines counts from here.
+  void report_start(std::int64_t first_step, const std::string& model);
+  // This rank's step: `seconds` in all, `data_wait` of them waiting for the loader, `compute` from the
+  // step's start (data wait included) until its last gradient was ready, before it waited for the other
+  // ranks' gradients (on one rank, the whole step).
   void record_step(const StepResult& result, int batch, double seconds, double data_wait, double compute = 0);
   // Collective: every rank calls it at the same steps.
   void report_window(std::int64_t epoch, std::int64_t step, double learning_rate,
@@ -48,10 +54,13 @@ class TrainingLog {
   bool root_;
   std::ostream& out_;
   std::ofstream metrics_;
+  // The metrics' time axis: seconds since this process's log began (a resumed run starts again at 0).
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  double elapsed_seconds() const;
   std::int64_t total_steps_;
   int global_batch_;
   // The window since the last report, this rank's share.
-  double loss_sum_ = 0, correct_ = 0, samples_ = 0, seconds_ = 0, wait_ = 0;
+  double loss_sum_ = 0, correct_ = 0, samples_ = 0, seconds_ = 0, wait_ = 0, compute_ = 0;
   std::int64_t steps_ = 0;
   double exposed_before_ = 0;  // the reducer's exposed communication time at the window's start
   double total_wait_ = 0;

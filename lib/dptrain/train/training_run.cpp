@@ -205,6 +205,7 @@ void TrainingRun::State::start_up() {
   stager = backend->make_input_stager(net->image_shape(), train_loader->input_format());
   step_start = clock::now();  // the first step's clock includes fetching its batch
   step = first_step;
+  log->report_start(first_step, o.model);
   fetch(batch);
   *out << "data: " << train_cfg.threads << " loader thread" << (train_cfg.threads == 1 ? "" : "s") << " per rank"
        << (o.loader_threads > 0 ? "" : " (the cores compute leaves free; --loader-threads to change)")
@@ -357,11 +358,13 @@ StepOutcome TrainingRun::step() {
                 "; lower --lr or check the data");
   const double step_seconds = since(s.step_start);
   // Computing ends when the backward pass has written the last gradient; after that a rank waits for
-  // the others (the allreduce), so a straggler shows here and not in the step time.
+  // the others (the allreduce), so a straggler shows here and not in the step time. Both count from
+  // the step's start, data wait included. Without that moment (one rank: nothing to wait for) it is
+  // the whole step.
   const double ready_at = s.reducer->last_gradients_ready_at();
   const double compute =
       ready_at > 0 ? std::max(0.0, ready_at - std::chrono::duration<double>(s.step_start.time_since_epoch()).count())
-                   : 0.0;
+                   : step_seconds;
   s.log->record_step(r, s.per_rank_batch, step_seconds, s.wait, compute);
   traced_step.finish();
   s.wait = 0;

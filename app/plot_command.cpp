@@ -1,0 +1,113 @@
+// dptrain plot: the curves of one or more training runs (their --metrics files) on one PNG, drawn by
+// gnuplot: loss, accuracy and validation top-1, images/sec, and each rank's time a step.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "dptrain/core/error.hpp"
+#include "gnuplot.hpp"
+#include "metrics_plot.hpp"
+#include "metrics_runs.hpp"
+
+namespace dptrain::app {
+namespace {
+struct PlotOptions {
+  std::vector<std::string> inputs;
+  std::vector<std::string> labels;
+  std::string x = "step";
+  std::string size = "1200x900";
+  bool join = false;
+  PlotSettings settings;
+};
+
+// "WIDTHxHEIGHT" in pixels, each from 200 to 10000.
+void parse_size(const std::string& text, PlotSettings& s) {
+  const std::size_t x = text.find('x');
+  bool ok = x != std::string::npos && x > 0 && x + 1 < text.size() &&
+            text.find_first_not_of("0123456789x") == std::string::npos && text.find('x', x + 1) == std::string::npos &&
+            x <= 5 && text.size() - x - 1 <= 5;
+  if (ok) {
+    s.width = std::stoi(text.substr(0, x));
+    s.height = std::stoi(text.substr(x + 1));
+    ok = s.width >= 200 && s.width <= 10000 && s.height >= 200 && s.height <= 10000;
+  }
+  DPTRAIN_CHECK(ok, "--size '", printable_name(text), "' is not WIDTHxHEIGHT in pixels (each from 200 to 10000)");
+}
+
+std::vector<MetricsRun> read_runs(const PlotOptions& o) {
+  // A directory is one run in pieces (a requeued job's run directory); with --join, so is everything.
+  std::vector<MetricsRun> runs;
+  std::vector<MetricsRun> all_pieces;
+  for (const std::string& input : o.inputs) {
+    std::vector<MetricsRun> pieces;
+    const bool directory = std::filesystem::is_directory(input);
+    if (directory) {
+      for (const std::string& file : metrics_files_in(input)) pieces.push_back(read_metrics_file(file));
+    } else {
+      pieces.push_back(read_metrics_file(input));
+    }
+    if (o.join) {
+      for (auto& p : pieces) all_pieces.push_back(std::move(p));
+      continue;
+    }
+    const std::string name = directory ? std::filesystem::path(input).lexically_normal().filename().string()
+                                       : std::filesystem::path(input).stem().string();
+    runs.push_back(join_pieces(std::move(pieces), name.empty() ? input : name));
+  }
+  if (o.join) runs.push_back(join_pieces(std::move(all_pieces), "run"));
+  if (!o.labels.empty()) {
+    DPTRAIN_CHECK(o.labels.size() == runs.size(), "--label was given ", o.labels.size(), " time(s) for ", runs.size(),
+                  " run(s): give one label a run, in the order of the inputs");
+    for (std::size_t k = 0; k < runs.size(); ++k) runs[k].label = o.labels[k];
+  }
+  return runs;
+}
+
+int run_plot(PlotOptions o) {
+  parse_size(o.size, o.settings);
+  o.settings.against_time = o.x == "time";
+  const std::vector<MetricsRun> runs = read_runs(o);
+  draw_with_gnuplot(metrics_plot_script(runs, o.settings), o.settings.png, "dptrain plot");
+  for (const auto& run : runs) {
+    std::cout << printable_name(run.label) << ": " << run.steps.size() << " step line(s), " << run.evals.size()
+              << " evaluation(s)";
+    if (run.pieces > 1) std::cout << ", joined from " << run.pieces << " pieces";
+    std::cout << "\n";
+  }
+  std::cout << "chart: " << o.settings.png << " (gnuplot script: " << o.settings.png << ".gp)\n";
+  if (!o.settings.table.empty()) std::cout << "table: " << o.settings.table << "\n";
+  return 0;
+}
+}  // namespace
+
+Command add_plot_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("plot",
+                                 "Draw training runs' curves from their 'dptrain train --metrics' files into a PNG: "
+                                 "loss, accuracy and validation top-1, images/sec, and each rank's time a step");
+  auto o = std::make_shared<PlotOptions>();
+  cmd->add_option("inputs", o->inputs,
+                  "Metrics files (each a run) or run directories (every *.jsonl in it: one run in pieces, as "
+                  "slurm/train.sbatch writes a requeued job's)")
+      ->required()
+      ->check(CLI::ExistingPath);
+  cmd->add_option("-o,--output", o->settings.png, "The PNG to write (its gnuplot script goes beside it, as PNG.gp)")
+      ->required();
+  cmd->add_flag("--join", o->join, "Take all the inputs as the pieces of one run");
+  cmd->add_option("--label", o->labels, "A run's name in the legend; once per run, in the order of the inputs");
+  cmd->add_option("--x", o->x, "The x axis: step, or time (the training time, pieces joined end to end)")
+      ->check(CLI::IsMember({"step", "time"}))
+      ->capture_default_str();
+  cmd->add_option("--size", o->size, "The image's size in pixels, WIDTHxHEIGHT")->capture_default_str();
+  cmd->add_option("--table", o->settings.table,
+                  "Also write every series as gnuplot read it to this text file (to check or reuse the data)");
+  cmd->footer(
+      "A run's pieces are ordered by the step each started from (its first line); the steps a piece logged after "
+      "the checkpoint the next piece resumed from are dropped, since they were trained again. The rank panel shows "
+      "the last run's mean time a step per rank over the run: compute (until its last gradient was ready), data "
+      "wait, communication wait (the allreduce not hidden behind the backward pass) and the rest. Needs gnuplot "
+      "(Debian: gnuplot-nox).");
+  return [o] { return run_plot(*o); };
+}
+
+}  // namespace dptrain::app
