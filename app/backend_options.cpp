@@ -4,7 +4,7 @@
 
 namespace dptrain::app {
 
-void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale) {
+void add_device_options(CLI::App* cmd, BackendOptions& o) {
   const char* group = "Device and precision";
   cmd->add_option("--backend", o.backend, "Where to compute: cpu (oneDNN) or cuda (cuDNN, cuBLAS, NCCL)")
       ->check(CLI::IsMember({"cpu", "cuda"}))
@@ -13,6 +13,11 @@ void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale)
   cmd->add_option("--device", o.device, "GPU ordinal for --backend cuda (default: the rank's local index on its node)")
       ->check(at_least(0))
       ->group(group);
+}
+
+void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale) {
+  const char* group = "Device and precision";
+  add_device_options(cmd, o);
   cmd->add_option("--precision", o.precision,
                   "fp32, or bf16/fp16: activations and compute copies of the weights in 16 bits on tensor cores, "
                   "fp32 master weights and optimizer state (--backend cuda)")

@@ -8,5 +8,7 @@
 namespace dptrain::app {
 
 void add_backend_options(CLI::App* cmd, BackendOptions& options, bool with_loss_scale);
+// Only where: --backend and --device (dptrain preflight, which computes no model).
+void add_device_options(CLI::App* cmd, BackendOptions& options);
 
 }  // namespace dptrain::app

@@ -15,6 +15,7 @@ Command add_train_command(CLI::App& app);
 Command add_eval_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_plot_command(CLI::App& app);
+Command add_preflight_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
 Command add_import_command(CLI::App& app);

@@ -11,6 +11,24 @@ void add_loader_threads_option(CLI::App* cmd, int& threads) {
       ->check(at_least(0));
 }
 
+void add_job_control_options(CLI::App* cmd, distributed::JobOptions& o) {
+  const char* group = "Distributed (under srun or mpiexec)";
+  cmd->add_option("--ranks-per-node", o.ranks_per_node,
+                  "Treat each block of K consecutive ranks as one node (default: nodes from SLURMD_NODENAME or the "
+                  "host name)")
+      ->check(at_least(0))
+      ->group(group);
+  cmd->add_option("--stall-timeout", o.stall_timeout,
+                  "Abort the job when a collective waits longer than this (300s, 5m, 1h), naming the ranks that "
+                  "stopped answering (exit code 76) or else the late ones")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--failure-report", o.failure_report,
+                  "When ranks stop answering, rank 0 writes their nodes here before the job ends (one line "
+                  "'node=N rank=R silent_seconds=S' each); slurm/train.sbatch continues without those nodes")
+      ->group(group);
+}
+
 void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {
   const char* group = "Distributed (under srun or mpiexec)";
   cmd->add_option("--allreduce", o.allreduce,
@@ -18,11 +36,6 @@ void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {
                   "(reduce-scatter in the node, allreduce between nodes, allgather in the node)")
       ->check(CLI::IsMember({"auto", "flat", "hierarchical"}))
       ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--ranks-per-node", o.ranks_per_node,
-                  "Treat each block of K consecutive ranks as one node (default: nodes from SLURMD_NODENAME or the "
-                  "host name)")
-      ->check(at_least(0))
       ->group(group);
   cmd->add_option("--bucket-mb", o.bucket_mb, "Gradients reduced together, in MB (reverse layer order)")
       ->check(above_zero())
@@ -34,15 +47,7 @@ void add_distributed_options(CLI::App* cmd, distributed::JobOptions& o) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str()
       ->group(group);
-  cmd->add_option("--stall-timeout", o.stall_timeout,
-                  "Abort the job when a collective waits longer than this (300s, 5m, 1h), naming the ranks that "
-                  "stopped answering (exit code 76) or else the late ones")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--failure-report", o.failure_report,
-                  "When ranks stop answering, rank 0 writes their nodes here before the job ends (one line "
-                  "'node=N rank=R silent_seconds=S' each); slurm/train.sbatch continues without those nodes")
-      ->group(group);
+  add_job_control_options(cmd, o);
 }
 
 }  // namespace dptrain::app

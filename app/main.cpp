@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
   add(dptrain::app::add_eval_command);
   add(dptrain::app::add_report_command);
   add(dptrain::app::add_plot_command);
+  add(dptrain::app::add_preflight_command);
   add(dptrain::app::add_predict_command);
   add(dptrain::app::add_export_command);
   add(dptrain::app::add_import_command);

@@ -25,4 +25,14 @@ std::vector<int> find_stragglers(const std::vector<double>& compute_seconds, dou
   return slow;
 }
 
+std::vector<int> find_below_median(const std::vector<double>& figures, double fraction) {
+  std::vector<int> slow;
+  if (figures.size() < 2) return slow;
+  const double middle = median(figures);
+  for (std::size_t i = 0; i < figures.size(); ++i) {
+    if (figures[i] < fraction * middle) slow.push_back(static_cast<int>(i));
+  }
+  return slow;
+}
+
 }  // namespace dptrain

@@ -23,4 +23,8 @@ double median(std::vector<double> values);
 std::vector<int> find_stragglers(const std::vector<double>& compute_seconds, double margin = kStragglerMargin,
                                  double floor_seconds = kStragglerFloorSeconds);
 
+// The indices whose figure (higher is better: GFLOP/s, GB/s) is below `fraction` of the median of
+// `figures`: the slow ranks or nodes of `dptrain preflight`. None with fewer than two figures.
+std::vector<int> find_below_median(const std::vector<double>& figures, double fraction);
+
 }  // namespace dptrain

@@ -23,3 +23,14 @@ TEST_CASE("ranks more than 10% over the median are stragglers", "[train][straggl
   CHECK(find_stragglers({0.0055, 0.0070, 0.0055, 0.0055}) == std::vector<int>{1});
   CHECK(find_stragglers({0.0055, 0.00627, 0.0055, 0.0055}, 0.10, 0.0) == std::vector<int>{1});
 }
+
+TEST_CASE("figures below a fraction of the median are the slow ones (preflight)", "[train][stragglers]") {
+  CHECK(find_below_median({100, 98, 40, 101}, 0.8) == std::vector<int>{2});  // 40 < 0.8 * 99
+  CHECK(find_below_median({100, 98, 80, 101}, 0.8).empty());                 // 80 >= 79.2
+  CHECK(find_below_median({100, 50}, 0.8) == std::vector<int>{1});           // the median of two is their mean: 75
+  CHECK(find_below_median({100, 70}, 0.8).empty());                          // 70 >= 0.8 * 85
+  CHECK(find_below_median({10, 10, 1, 1, 10}, 0.8) == std::vector<int>{2, 3});
+  CHECK(find_below_median({42}, 0.8).empty());  // one figure: nothing to compare with
+  CHECK(find_below_median({}, 0.8).empty());
+  CHECK(find_below_median({5, 5, 5}, 1.0).empty());  // equal is not below
+}
