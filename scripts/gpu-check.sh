@@ -346,7 +346,7 @@ mpi_step gpu_nccl_np2 gpu_nccl 45
 frozen_report='rank 0: collective #[0-9]+ \([a-z -]+\) has waited [0-9]+ s, longer than --stall-timeout 8 s. ranks that stopped answering \(frozen, killed, or their node is lost\): 1 on node1 '
 mpi_step gpu_nccl_frozen_rank gpu_nccl_frozen_rank 45 "$frozen_report"
 step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
-grep -E '^(agreement |bf16 batch norm)' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+grep -E '^(agreement |bf16 batch norm|algorithm searches )' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
 
 runs=()  # "source model precision" of every result file, in order, for bench.json and the table
 write_bench_json() {

@@ -67,6 +67,13 @@ TEST_CASE("convolution: CPU and GPU agree", "[gpu][convolution]") {
   spec.window = Window2d{1, 7, 1, 1, 0, 3};  // Inception-V3's factorised 1x7
   spec.bias = false;
   check_convolution(spec);
+  // A 16-bit bias gradient sums its channels in groups of samples (channel_sum_splits): 300 channels
+  // of 5 samples make 4 groups of 2, 2, 1 and none.
+  spec.input = Shape{5, 4, 6, 6};
+  spec.out_channels = 300;
+  spec.window = Window2d::square(1, 1, 0);
+  spec.bias = true;
+  check_convolution(spec);
 }
 
 void check_pooling(PoolingKind kind, Rounding rounding, Window2d window, Shape input) {

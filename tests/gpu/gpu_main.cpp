@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "dptrain/backend/cuda/cuda_backend.hpp"
 #include "dptrain/backend/cuda/device_query.hpp"
@@ -50,6 +51,16 @@ int main(int argc, char** argv) {
   dptrain::gpu_testing::gpu_backend = dptrain::make_cuda_backend(0);
   const int failed = Catch::Session().run(argc, argv);
   dptrain::gpu_testing::print_worst_agreement();
+  // What cuDNN's algorithm searches cost in this run: scripts/gpu-check.sh gives this test a time cap
+  // and shows these lines beside it.
+  using dptrain::gpu_testing::gpu_backend, dptrain::gpu_testing::bf16_backend, dptrain::gpu_testing::fp16_backend;
+  for (const auto& [name, backend] : {std::pair{"fp32", gpu_backend.get()}, std::pair{"bf16", bf16_backend.get()},
+                                      std::pair{"fp16", fp16_backend.get()}}) {
+    if (!backend) continue;
+    const dptrain::AlgorithmSearchStats stats = backend->algorithm_search();
+    std::printf("algorithm searches %s: %d searches in %.1f s, %d reused, %d without a deterministic algorithm\n", name,
+                stats.searches, stats.seconds, stats.reused, stats.nondeterministic_fallbacks);
+  }
   dptrain::gpu_testing::bf16_backend.reset();
   dptrain::gpu_testing::fp16_backend.reset();
   dptrain::gpu_testing::gpu_backend.reset();

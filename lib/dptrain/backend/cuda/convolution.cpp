@@ -98,6 +98,8 @@ class CudnnConvolution final : public ConvolutionPlan {
     if (low()) {
       weight_low_ = ctx_->allocate(weight_, type_);
       dweight_low_ = ctx_->allocate(weight_, type_);
+      const std::int64_t groups = kernels::channel_sum_splits(output_[0], output_[1]);
+      if (spec.bias && groups > 1) bias_partials_ = ctx_->allocate(Shape{output_[1] * groups}, DType::f32);
     }
   }
 
@@ -188,8 +190,8 @@ class CudnnConvolution final : public ConvolutionPlan {
     if (spec_.bias) {
       check(dbias, Shape{spec_.out_channels}, "bias gradient");
       if (low()) {
-        kernels::channel_sums(dy.raw(), type_, device_floats(dbias), output_[0], output_[1], output_[2] * output_[3],
-                              ctx_->stream());
+        kernels::channel_sums(dy.raw(), type_, device_floats(dbias), device_floats(bias_partials_), output_[0],
+                              output_[1], output_[2] * output_[3], ctx_->stream());
       } else {
         DPTRAIN_CUDNN_CHECK(
             cudnnConvolutionBackwardBias(ctx_->cudnn(), &one, y_desc_, dy.raw(), &zero, bias_desc_, dbias.raw()));
@@ -244,6 +246,7 @@ class CudnnConvolution final : public ConvolutionPlan {
   Shape output_, weight_;
   DType type_;
   Tensor weight_low_, dweight_low_;       // bf16/f16 only: the compute copy of the weight, the filter gradient
+  Tensor bias_partials_;                  // bf16/f16 with a bias: the bias gradient's partial sums
   const void* converted_from_ = nullptr;  // the master weight weight_low_ was last converted from
   TensorDescriptor x_desc_, y_desc_, bias_desc_;
   FilterDescriptor w_desc_;

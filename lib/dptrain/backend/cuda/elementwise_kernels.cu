@@ -52,16 +52,19 @@ __global__ void add_channel_bias_kernel(const float* bias, T* y, std::int64_t n,
                                         std::int64_t plane) {
   DPTRAIN_GRID_STRIDE(i, n) y[i] = from_float<T>(to_float(y[i]) + bias[(i / plane) % channels]);
 }
-// One block per channel; each thread sums a strided share, then a shared-memory tree.
+// Block (c, g) sums channel c over group g of the samples: each thread a strided share, then a
+// shared-memory tree. With one group it writes sums[c]; otherwise partials[c * groups + g].
 template <typename T>
-__global__ void channel_sums_kernel(const T* dy, float* sums, std::int64_t samples, std::int64_t channels,
+__global__ void channel_sums_kernel(const T* dy, float* out, std::int64_t samples, std::int64_t channels,
                                     std::int64_t plane) {
   __shared__ float shared[kThreads];
-  const std::int64_t c = blockIdx.x;
-  const std::int64_t per_channel = samples * plane;
+  const std::int64_t c = blockIdx.x, g = blockIdx.y, groups = gridDim.y;
+  const std::int64_t per_group = (samples + groups - 1) / groups;
+  const std::int64_t first = g * per_group, end = first + per_group, last = end < samples ? end : samples;
+  const std::int64_t count = last > first ? (last - first) * plane : 0;
   float sum = 0.f;
-  for (std::int64_t j = threadIdx.x; j < per_channel; j += blockDim.x) {
-    const std::int64_t s = j / plane, p = j % plane;
+  for (std::int64_t j = threadIdx.x; j < count; j += blockDim.x) {
+    const std::int64_t s = first + j / plane, p = j % plane;
     sum += to_float(dy[(s * channels + c) * plane + p]);
   }
   shared[threadIdx.x] = sum;
@@ -70,7 +73,15 @@ __global__ void channel_sums_kernel(const T* dy, float* sums, std::int64_t sampl
     if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
     __syncthreads();
   }
-  if (threadIdx.x == 0) sums[c] = shared[0];
+  if (threadIdx.x == 0) out[c * groups + g] = shared[0];
+}
+// sums[c] = the groups' partial sums of channel c, added in group order.
+__global__ void add_partials_kernel(const float* partials, float* sums, std::int64_t channels, std::int64_t groups) {
+  DPTRAIN_GRID_STRIDE(c, channels) {
+    float sum = 0.f;
+    for (std::int64_t g = 0; g < groups; ++g) sum += partials[c * groups + g];
+    sums[c] = sum;
+  }
 }
 __global__ void dropout_mask_kernel(float* mask, std::int64_t n, std::uint64_t seed, std::uint64_t stream_id,
                                     std::uint64_t first_word, float probability, float keep_scale) {
@@ -173,15 +184,29 @@ void add_channel_bias(const float* bias, void* y, DType type, std::int64_t sampl
   DPTRAIN_CHECK_LAUNCH();
 }
 
-void channel_sums(const void* dy, DType type, float* sums, std::int64_t samples, std::int64_t channels,
+std::int64_t channel_sum_splits(std::int64_t samples, std::int64_t channels) {
+  // About 1024 blocks of 256 threads: every SM of an H100 or H200 (132) busy with several blocks.
+  constexpr std::int64_t kTargetBlocks = 1024, kMaxGroups = 65535;  // gridDim.y's limit
+  if (channels <= 0 || samples <= 1) return 1;
+  return std::clamp<std::int64_t>((kTargetBlocks + channels - 1) / channels, 1, std::min(samples, kMaxGroups));
+}
+
+void channel_sums(const void* dy, DType type, float* sums, float* partials, std::int64_t samples, std::int64_t channels,
                   std::int64_t plane, cudaStream_t stream) {
   if (channels == 0) return;
+  const std::int64_t groups = channel_sum_splits(samples, channels);
+  DPTRAIN_CHECK(groups == 1 || partials != nullptr, "channel_sums: ", groups, " groups need a partials buffer");
   with_element_type(type, "channel_sums", [&](auto element) {
     using T = decltype(element);
+    const dim3 grid(static_cast<unsigned>(channels), static_cast<unsigned>(groups));
     channel_sums_kernel<T>
-        <<<static_cast<unsigned>(channels), kThreads, 0, stream>>>(typed<T>(dy), sums, samples, channels, plane);
+        <<<grid, kThreads, 0, stream>>>(typed<T>(dy), groups == 1 ? sums : partials, samples, channels, plane);
   });
   DPTRAIN_CHECK_LAUNCH();
+  if (groups > 1) {
+    add_partials_kernel<<<grid_for(channels), kThreads, 0, stream>>>(partials, sums, channels, groups);
+    DPTRAIN_CHECK_LAUNCH();
+  }
 }
 
 void dropout_mask(float* mask, std::int64_t samples, std::int64_t per_sample, std::uint64_t seed,

@@ -29,9 +29,13 @@ void broadcast_rows(const float* bias, float* y, std::int64_t rows, std::int64_t
 // H*W, or a linear layer's [N, O] output with plane = 1).
 void add_channel_bias(const float* bias, void* y, DType type, std::int64_t samples, std::int64_t channels,
                       std::int64_t plane, cudaStream_t stream);
-// sums[c] = sum over s and p of dy[s, c, p], accumulated in fp32 (one block per channel, no atomics):
-// the bias gradient of a convolution or linear layer.
-void channel_sums(const void* dy, DType type, float* sums, std::int64_t samples, std::int64_t channels,
+// sums[c] = sum over s and p of dy[s, c, p], accumulated in fp32 in a fixed order (no atomics: the
+// same bits every run): the bias gradient of a convolution or linear layer. The samples are cut into
+// channel_sum_splits() groups, one block per channel and group, so that a layer with few channels
+// (GoogLeNet's conv1: 64) still fills every SM; `partials` holds channels * splits floats (the
+// groups' sums, added in order by a second kernel) and may be null when splits is 1.
+std::int64_t channel_sum_splits(std::int64_t samples, std::int64_t channels);
+void channel_sums(const void* dy, DType type, float* sums, float* partials, std::int64_t samples, std::int64_t channels,
                   std::int64_t plane, cudaStream_t stream);
 // mask[n, e] = keep_scale if Philox(seed, stream_id) word ((first_sample + n) * per_sample + e) is kept,
 // else 0: the CPU backend's mask, element for element.

@@ -46,6 +46,8 @@ class CublasLinear final : public LinearPlan {
     out_ = spec.out_features;
     if (low()) {
       weight_low_ = ctx_->allocate(weight_, type_);
+      const std::int64_t groups = kernels::channel_sum_splits(spec.input[0], out_);
+      if (spec.bias && groups > 1) bias_partials_ = ctx_->allocate(Shape{out_ * groups}, DType::f32);
     } else if (spec.bias) {
       ones_ = ctx_->allocate(Shape{spec.input[0]}, DType::f32);
       kernels::fill(device_floats(ones_), ones_.numel(), 1.f, ctx_->stream());
@@ -99,7 +101,10 @@ class CublasLinear final : public LinearPlan {
       gemm_ex(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, batch_, x.raw(), in_, dy.raw(), out_, &zero, dweight.raw(),
               DType::f32, in_);
       // db[O] = the column sums of dy[N,O], in fp32.
-      if (spec_.bias) kernels::channel_sums(dy.raw(), type_, device_floats(dbias), batch_, out_, 1, ctx_->stream());
+      if (spec_.bias) {
+        kernels::channel_sums(dy.raw(), type_, device_floats(dbias), device_floats(bias_partials_), batch_, out_, 1,
+                              ctx_->stream());
+      }
       return;
     }
     DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, batch_, &one,
@@ -141,8 +146,9 @@ class CublasLinear final : public LinearPlan {
   Shape output_, weight_, bias_;
   DType type_;
   int batch_ = 0, in_ = 0, out_ = 0;
-  Tensor ones_;        // fp32, [N] ones: the bias gradient is dy summed over the batch, a matrix-vector product
-  Tensor weight_low_;  // bf16/f16: the compute copy of the weight
+  Tensor ones_;           // fp32, [N] ones: the bias gradient is dy summed over the batch, a matrix-vector product
+  Tensor weight_low_;     // bf16/f16: the compute copy of the weight
+  Tensor bias_partials_;  // bf16/f16 with a bias: the bias gradient's partial sums
   const void* converted_from_ = nullptr;
 };
 }  // namespace
