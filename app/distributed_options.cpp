@@ -25,7 +25,9 @@ void add_job_control_options(CLI::App* cmd, distributed::JobOptions& o) {
       ->group(group);
   cmd->add_option("--failure-report", o.failure_report,
                   "When ranks stop answering, rank 0 writes their nodes here before the job ends (one line "
-                  "'node=N rank=R silent_seconds=S' each); slurm/train.sbatch continues without those nodes")
+                  "'node=N rank=R silent_seconds=S' each); slurm/train.sbatch continues without those nodes. "
+                  "A rank that crashes writes 'rank=R host=H signal=S' to PATH.crashed.R; slurm/train.sbatch "
+                  "starts the step again")
       ->group(group);
 }
 

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace dptrain::testing {
@@ -28,5 +30,13 @@ class TempDir {
 
   std::filesystem::path path;
 };
+
+// A file's whole text ("" for a file that cannot be read).
+inline std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 }  // namespace dptrain::testing

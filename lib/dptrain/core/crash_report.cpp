@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <link.h>  // ElfW
 #include <signal.h>
 #include <ucontext.h>
@@ -22,6 +23,10 @@ namespace {
 // Everything the handler prints is prepared here: it must not allocate (the heap may be what broke).
 char g_host[128] = "?";
 char g_prefix[256] = "dptrain: ";
+const char* g_rank = nullptr;  // the launcher's rank (its environment outlives the handler's use)
+// record_crashes_in(): the file the handler writes, and its line up to the signal's name.
+char g_record_path[4096] = "";
+char g_record_line[256] = "";
 // The main thread's stack overflowing leaves it no stack for the handler (other threads have no
 // alternate stack: a stack overflow there dies unreported).
 alignas(16) char g_alternate_stack[64 * 1024];
@@ -29,14 +34,34 @@ alignas(16) char g_alternate_stack[64 * 1024];
 constexpr int kSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
 // write(2) of a whole string; a failed write is ignored (nothing else can be done while dying).
-void say(const char* text) {
+void write_all(int fd, const char* text) {
   std::size_t left = std::strlen(text);
   while (left > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, text, left);
+    const ssize_t n = ::write(fd, text, left);
     if (n <= 0) return;
     text += n;
     left -= static_cast<std::size_t>(n);
   }
+}
+
+void say(const char* text) { write_all(STDERR_FILENO, text); }
+
+// Copies `text` into `buffer` after `used` characters, cutting it short at the end; returns the length.
+std::size_t append_to(char* buffer, std::size_t size, std::size_t used, const char* text) {
+  while (*text != '\0' && used + 1 < size) buffer[used++] = *text++;
+  buffer[used] = '\0';
+  return used;
+}
+
+// The record of record_crashes_in(), written before the backtrace (which may hang on the loader's lock).
+void write_crash_record(const char* signal) {
+  if (g_record_path[0] == '\0') return;
+  const int fd = ::open(g_record_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  write_all(fd, g_record_line);
+  write_all(fd, signal);
+  write_all(fd, "\n");
+  ::close(fd);
 }
 
 void say_hex(std::uintptr_t value) {
@@ -146,6 +171,7 @@ extern "C" void on_crash(int signal_number, siginfo_t* info, void* context) {
     say_hex(reinterpret_cast<std::uintptr_t>(info != nullptr ? info->si_addr : nullptr));
   }
   say("\n");
+  write_crash_record(signal_name(signal_number));
   const std::uintptr_t pc = program_counter(context);
   if (pc != 0) say_location("  pc ", reinterpret_cast<const void*>(pc));
   void* frames[48];
@@ -175,21 +201,15 @@ void warn(const char* call) {
 }
 
 void format_prefix(const char* rank) {
-  char* p = g_prefix;
-  char* const end = g_prefix + sizeof g_prefix - 1;
-  auto append = [&](const char* text) {
-    while (*text != '\0' && p < end) *p++ = *text++;
-  };
-  append("dptrain: ");
+  std::size_t used = append_to(g_prefix, sizeof g_prefix, 0, "dptrain: ");
   if (rank != nullptr) {
-    append("rank ");
-    append(rank);
-    append(" ");
+    used = append_to(g_prefix, sizeof g_prefix, used, "rank ");
+    used = append_to(g_prefix, sizeof g_prefix, used, rank);
+    used = append_to(g_prefix, sizeof g_prefix, used, " ");
   }
-  append("on ");
-  append(g_host);
-  append(": ");
-  *p = '\0';
+  used = append_to(g_prefix, sizeof g_prefix, used, "on ");
+  used = append_to(g_prefix, sizeof g_prefix, used, g_host);
+  append_to(g_prefix, sizeof g_prefix, used, ": ");
 }
 }  // namespace
 
@@ -204,6 +224,7 @@ void install_crash_reporter() {
       break;
     }
   }
+  g_rank = rank;
   format_prefix(rank);
   // backtrace() loads libgcc_s on its first call, which allocates: do that now, not while crashing.
   void* warm[4];
@@ -222,6 +243,23 @@ void install_crash_reporter() {
   for (int signal_number : kSignals) {
     if (::sigaction(signal_number, &action, nullptr) != 0) warn("sigaction");
   }
+}
+
+void record_crashes_in(const std::string& path) {
+  g_record_path[0] = '\0';
+  if (path.empty()) return;
+  const std::string file = g_rank != nullptr ? path + "." + g_rank : path;
+  if (file.size() >= sizeof g_record_path) {
+    say("dptrain: warning: the crash record's path is too long; a crash will not be recorded\n");
+    return;
+  }
+  std::size_t used = append_to(g_record_line, sizeof g_record_line, 0, "rank=");
+  used = append_to(g_record_line, sizeof g_record_line, used, g_rank != nullptr ? g_rank : "0");
+  used = append_to(g_record_line, sizeof g_record_line, used, " host=");
+  used = append_to(g_record_line, sizeof g_record_line, used, g_host);
+  append_to(g_record_line, sizeof g_record_line, used, " signal=");
+  // The path goes last: the handler reads it, and a crash before this point finds it empty.
+  std::memcpy(g_record_path, file.c_str(), file.size() + 1);
 }
 
 }  // namespace dptrain

@@ -9,11 +9,19 @@
 // instead of putting its own (which prints only "[0]" for a jump to address 0). UCX, which Open MPI
 // loads for InfiniBand, installs its own handlers unless UCX_HANDLE_ERRORS says otherwise: this sets
 // UCX_HANDLE_ERRORS=none where the user has not set it.
+#include <string>
+
 namespace dptrain {
 
 // Installs the handlers; the rank named is the launcher's (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK or
 // SLURM_PROCID). A handler that cannot be installed is a warning on stderr, not an error: training
 // does not need it.
 void install_crash_reporter();
+
+// From now on a crash is also recorded in a file, so that a job script can tell a rank that died of
+// a signal from one that stopped on an error it reported (slurm/train.sbatch starts a crashed step
+// again): the handler writes one line "rank=R host=H signal=NAME" to PATH.R, or to PATH where the
+// launcher gave no rank. An empty PATH records nothing; a path too long to keep is a warning.
+void record_crashes_in(const std::string& path);
 
 }  // namespace dptrain

@@ -1,12 +1,21 @@
 #include "dptrain/distributed/job.hpp"
 
+#include "dptrain/core/crash_report.hpp"
 #include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/distributed/compute_threads.hpp"
 
 namespace dptrain::distributed {
+namespace {
+// A rank that dies of a signal leaves a record beside the --failure-report (slurm/train.sbatch starts
+// such a step again). Set before MPI_Init (session_), which connects the ranks and can crash.
+const JobOptions& recording_crashes(const JobOptions& options) {
+  if (!options.failure_report.empty()) record_crashes_in(options.failure_report + ".crashed");
+  return options;
+}
+}  // namespace
 
-Job::Job(const JobOptions& options, int visible_devices) : options_(options) {
+Job::Job(const JobOptions& options, int visible_devices) : options_(recording_crashes(options)) {
   DPTRAIN_CHECK(options_.bucket_mb > 0, "--bucket-mb must be positive, not ", options_.bucket_mb);
   CommunicatorOptions comm;
   comm.kind = parse_allreduce_kind(options_.allreduce);

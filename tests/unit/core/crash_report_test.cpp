@@ -6,7 +6,10 @@
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
+
+#include "support/temp_dir.hpp"
 
 namespace {
 struct Crash {
@@ -83,4 +86,53 @@ TEST_CASE("without a crash the reporter prints nothing") {
   const Crash crash = in_child([] { dptrain::install_crash_reporter(); });
   CHECK(crash.signal_number == 0);
   CHECK(crash.stderr_text.empty());
+}
+
+TEST_CASE("a crash is recorded in the file record_crashes_in names, with the rank, host and signal") {
+  const dptrain::testing::TempDir dir("crash_record");
+  const std::string record = (dir.path / "failure.crashed").string();
+  const Crash crash = in_child([&] {
+    ::signal(SIGSEGV, SIG_DFL);
+    dptrain::install_crash_reporter();
+    dptrain::record_crashes_in(record);
+    call_through(nullptr);
+  });
+  CHECK(crash.signal_number == SIGSEGV);
+  char host[128] = {};
+  REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+  // The rank (93, set in the child) names the file, so the ranks of a job write beside each other.
+  CHECK(dptrain::testing::read_text(record + ".93") ==
+        "rank=93 host=" + std::string(host) + " signal=SIGSEGV (segmentation fault)\n");
+  CHECK_FALSE(std::filesystem::exists(record));
+
+  SECTION("an abort is recorded too, and a process that does not crash records nothing") {
+    const Crash aborted = in_child([&] {
+      dptrain::install_crash_reporter();
+      dptrain::record_crashes_in(record + "-abort");
+      std::abort();
+    });
+    CHECK(aborted.signal_number == SIGABRT);
+    CHECK(dptrain::testing::read_text(record + "-abort.93").find(" signal=SIGABRT (abort)\n") != std::string::npos);
+    const Crash fine = in_child([&] {
+      dptrain::install_crash_reporter();
+      dptrain::record_crashes_in(record + "-fine");
+    });
+    CHECK(fine.signal_number == 0);
+    CHECK(fine.stderr_text.empty());
+    CHECK_FALSE(std::filesystem::exists(record + "-fine.93"));
+  }
+  SECTION("an empty path, or one too long to keep, records nothing (the latter says so)") {
+    const std::string long_path = (dir.path / std::string(5000, 'x')).string();
+    const Crash unrecorded = in_child([&] {
+      ::signal(SIGSEGV, SIG_DFL);
+      dptrain::install_crash_reporter();
+      dptrain::record_crashes_in(record + "-reset");
+      dptrain::record_crashes_in("");
+      dptrain::record_crashes_in(long_path);
+      call_through(nullptr);
+    });
+    CHECK(unrecorded.signal_number == SIGSEGV);
+    CHECK(unrecorded.stderr_text.find("the crash record's path is too long") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(record + "-reset.93"));
+  }
 }

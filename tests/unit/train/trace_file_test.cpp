@@ -4,21 +4,12 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "dptrain/core/error.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace dptrain;
-
-namespace {
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-}  // namespace
+using dptrain::testing::read_text;
 
 TEST_CASE("the default trace window is the 5th to the 24th step of this run", "[train][trace]") {
   const TraceWindow fresh = trace_window("", 0);
