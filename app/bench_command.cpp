@@ -15,12 +15,10 @@
 #include "distributed_options.hpp"
 #include "dptrain/core/byte_size.hpp"
 #include "dptrain/core/json_line.hpp"
-#include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/memory_estimate.hpp"
-#include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
-#include "dptrain/train/trainer.hpp"
+#include "dptrain/train/training_stack.hpp"
 #include "option_checks.hpp"
 
 namespace dptrain::app {
@@ -54,34 +52,28 @@ int run_bench(const BenchOptions& o) {
   std::ostream discard(nullptr);  // the other ranks print nothing
   std::ostream& out = job.is_root() ? std::cout : discard;
   if (job.is_root()) std::cerr << distributed::describe(job.launch_warnings());  // stdout: the results
-  auto backend = make_backend(o.device, job);
   ModelConfig config;
   config.batch = o.batch;
   config.image_size = o.image_size;
   config.classes = o.classes;
-  config.memory = memory_options(o.device, NetPurpose::training);
-  auto net = build_model(o.model, *backend, config);
-  net->initialize(o.seed);
+  TrainingStack stack(job, o.device, o.model, config, o.seed);
+  Backend& backend = stack.backend();
+  Net& net = stack.net();
   TrainerConfig trainer_config;
   trainer_config.seed = o.seed;
   trainer_config.schedule.kind = ScheduleKind::constant;
   trainer_config.schedule.lr_per_256 = 0.01;
   trainer_config.schedule.global_batch = global_batch;
   trainer_config.loss_scale = loss_scale_config(o.device);
-  Trainer trainer(*net, trainer_config);
-  distributed::broadcast_parameters(*net, comm);
-  const std::unique_ptr<distributed::Communicator> gradient_comm = make_gradient_communicator(*backend, job);
-  distributed::GradientReducer reducer(*backend, gradient_comm ? *gradient_comm : comm, net->parameters(),
-                                       job.reducer_config());
-  reducer.attach(*net);
-  trainer.set_gradient_sync([&] { reducer.synchronize(); });
+  Trainer& trainer = stack.start_training(trainer_config);
+  const distributed::GradientReducer& reducer = stack.reducer();
   // One synthetic batch per rank, reused: the benchmark measures compute, not data generation.
-  fill_synthetic_batch(*backend, o.seed, static_cast<std::int64_t>(job.rank()) * o.batch, o.classes, net->images(),
-                       net->labels());
+  fill_synthetic_batch(backend, o.seed, static_cast<std::int64_t>(job.rank()) * o.batch, o.classes, net.images(),
+                       net.labels());
 
-  const int size = static_cast<int>(net->image_shape()[2]);
+  const int size = static_cast<int>(net.image_shape()[2]);
   out << "dptrain bench: " << o.model << ", " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << o.batch
-      << ", " << size << "x" << size << ", " << backend->name() << ", " << o.device.precision << ", " << o.warmup
+      << ", " << size << "x" << size << ", " << backend.name() << ", " << o.device.precision << ", " << o.warmup
       << " warm-up + " << o.steps << " timed steps\n";
   if (ranks > 1)
     out << "gradients: " << reducer.communicator().name() << ", " << reducer.bucket_count() << " buckets\n";
@@ -95,10 +87,7 @@ int run_bench(const BenchOptions& o) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (s >= o.warmup) {
       step_seconds.push_back(seconds);
-      // On one rank the whole step computes; on several, until the last gradient was written.
-      const double ready = reducer.last_gradients_ready_at();
-      const double begun = std::chrono::duration<double>(start.time_since_epoch()).count();
-      compute_sum += ready > 0 ? std::max(0.0, ready - begun) : seconds;
+      compute_sum += stack.compute_seconds(start, seconds);
     }
     out << "  step " << std::setw(3) << s + 1 << (s < o.warmup ? " (warm-up)" : "          ") << "  loss " << std::fixed
         << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << global_batch / seconds << " img/s\n";
@@ -115,22 +104,22 @@ int run_bench(const BenchOptions& o) {
   const double comm_seconds = after.communication_seconds - before.communication_seconds;
   const double hidden =
       comm_seconds > 0 ? std::max(0.0, 1.0 - (after.exposed_seconds - before.exposed_seconds) / comm_seconds) : 0.0;
-  const double memory_mib = peak_device_mib(*backend);
+  const double memory_mib = peak_device_mib(backend);
   // What `dptrain inspect` plans for this run, beside what it used (the GPU allocator's peak does not
   // include the CUDA context; the resident set includes the program and its libraries).
   MemoryEstimateOptions estimate_options;
   estimate_options.precision = parse_precision(o.device.precision);
-  estimate_options.cuda = !backend->device().is_cpu();
+  estimate_options.cuda = !backend.device().is_cpu();
   estimate_options.ranks = ranks;
-  const MemoryEstimate estimate = estimate_memory(*net, estimate_options);
+  const MemoryEstimate estimate = estimate_memory(net, estimate_options);
   const std::size_t planned_bytes =
       (o.device.memory_plan ? estimate.total() : estimate.total_unplanned()) - estimate.reserved;
   const std::size_t peak_bytes = peak_memory_bytes(memory_mib);
-  const AlgorithmSearchStats search = backend->algorithm_search();
+  const AlgorithmSearchStats search = backend.algorithm_search();
   // A training step costs about three forward passes (forward, backward-data, backward-weights).
-  const double flops_per_image = 3.0 * net->flops_per_sample();
+  const double flops_per_image = 3.0 * net.flops_per_sample();
   const double achieved = rate.mean * flops_per_image / 1e9;
-  const double peak = backend->measure_peak_gflops() * ranks;  // every rank measures its own device
+  const double peak = backend.measure_peak_gflops() * ranks;  // every rank measures its own device
   if (!job.is_root()) return 0;
   if (ranks > 1) {
     out << std::setprecision(0) << "communication: " << 100.0 * hidden << "% hidden behind the backward pass ("
@@ -138,7 +127,7 @@ int run_bench(const BenchOptions& o) {
   }
   out << std::setprecision(2) << "images/sec: " << rate.mean << " +/- " << rate.stderr_of_mean << " (min " << rate.min
       << ", max " << rate.max << ")\n"
-      << "GFLOP/s:    " << achieved << " achieved (3 x " << std::setprecision(3) << net->flops_per_sample() / 1e9
+      << "GFLOP/s:    " << achieved << " achieved (3 x " << std::setprecision(3) << net.flops_per_sample() / 1e9
       << " GFLOP forward per image), " << std::setprecision(2) << peak
       << " peak (sgemm, same run): " << std::setprecision(1) << 100.0 * achieved / peak << "% of peak\n";
   if (trainer.loss_scaler().enabled()) {
@@ -164,7 +153,7 @@ int run_bench(const BenchOptions& o) {
     std::ofstream file(o.json);
     DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
     JsonLine j(file);
-    j.field("model", o.model).field("backend", backend->name()).field("precision", o.device.precision);
+    j.field("model", o.model).field("backend", backend.name()).field("precision", o.device.precision);
     j.field("batch_size", o.batch);
     j.field("image_size", size).field("world_size", ranks).field("global_batch", global_batch);
     j.field("steps", o.steps).field("warmup", o.warmup);
@@ -181,9 +170,9 @@ int run_bench(const BenchOptions& o) {
       j.field("cudnn_search_reused", search.reused).field("deterministic", o.device.deterministic);
       j.field("cudnn_nondeterministic_fallbacks", search.nondeterministic_fallbacks);
     }
-    j.field("forward_gflops_per_image", net->flops_per_sample() / 1e9).field("parameters", net->parameter_count());
+    j.field("forward_gflops_per_image", net.flops_per_sample() / 1e9).field("parameters", net.parameter_count());
     // What `dptrain report --profile` and `dptrain predict` need beside the rate.
-    j.field("classes", o.classes).field("gradient_bytes", static_cast<std::int64_t>(net->parameter_count() * 4));
+    j.field("classes", o.classes).field("gradient_bytes", static_cast<std::int64_t>(net.parameter_count() * 4));
     j.field("compute_seconds_per_step", compute_per_step);
     j.close();
     DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");

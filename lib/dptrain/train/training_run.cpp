@@ -9,13 +9,11 @@
 
 #include "dptrain/ckpt/preemption.hpp"
 #include "dptrain/data/loader.hpp"
-#include "dptrain/distributed/gradient_reducer.hpp"
-#include "dptrain/distributed/parameter_sync.hpp"
-#include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/next_stop.hpp"
 #include "dptrain/train/shared_manifest.hpp"
 #include "dptrain/train/trace_file.hpp"
 #include "dptrain/train/training_log.hpp"
+#include "dptrain/train/training_stack.hpp"
 #include "dptrain/train/tuned_choices_sync.hpp"
 
 namespace dptrain {
@@ -63,18 +61,14 @@ struct TrainingRun::State {
   std::unique_ptr<RunCheckpoints> checkpoints;
   std::optional<ckpt::Progress> resume;
   int per_rank_batch = 0, global_batch = 0;
-  std::unique_ptr<Backend> backend;
   ModelConfig model;
-  std::unique_ptr<Net> net;
+  std::unique_ptr<TrainingStack> stack;  // backend, net, trainer, gradient path
   data::LoaderConfig train_cfg;
   std::unique_ptr<data::Loader> train_loader;
   std::int64_t steps_per_epoch = 0, total_steps = 0, samples_per_epoch = 0;
   TrainerConfig tc;
-  std::unique_ptr<Trainer> trainer;
   std::string configuration;
   std::int64_t first_step = 0, step = 0;
-  std::unique_ptr<distributed::Communicator> gradient_comm;
-  std::unique_ptr<distributed::GradientReducer> reducer;
   std::optional<data::Loader> eval_loader;
   std::unique_ptr<TrainingLog> log;
   std::optional<Evaluation> last_eval;
@@ -90,7 +84,6 @@ struct TrainingRun::State {
 
   void start_up();
   void restore();
-  void connect_gradients();
   void announce();
   void fetch(data::Batch& into);
   void start_trace();
@@ -133,17 +126,13 @@ void TrainingRun::State::start_up() {
   per_rank_batch = static_cast<int>(per_rank);
   global_batch = per_rank_batch * job->size();
 
-  backend = make_backend(o.device, *job);
   model.batch = per_rank_batch;
   model.channels = manifest.channels;
   model.image_size = o.crop > 0 ? o.crop : std::min(manifest.height, manifest.width);
   model.classes = manifest.class_count();
   model.aux_heads = o.aux_heads;
   model.label_smoothing = o.label_smoothing;
-  model.memory = memory_options(o.device, NetPurpose::training);
-  net = build_model(o.model, *backend, model);
-  net->initialize(o.seed);
-  distributed::broadcast_parameters(*net, comm);
+  stack = std::make_unique<TrainingStack>(*job, o.device, o.model, model, o.seed);
 
   train_cfg.split = "train";
   train_cfg.batch = per_rank_batch;
@@ -153,10 +142,10 @@ void TrainingRun::State::start_up() {
   train_cfg.crop = model.image_size;
   train_cfg.pad = o.pad;
   train_cfg.flip = o.flip;
-  train_cfg.threads = loader_threads(o.loader_threads, *job, !backend->device().is_cpu());
+  train_cfg.threads = loader_threads(o.loader_threads, *job, !stack->backend().device().is_cpu());
   train_cfg.seed = o.seed;
   // A GPU takes the crops as bytes and normalises them itself (InputFormat); the CPU takes floats.
-  train_cfg.images = backend->input_batch_type();
+  train_cfg.images = stack->backend().input_batch_type();
   train_loader = std::make_unique<data::Loader>(manifest, o.data, train_cfg);
   steps_per_epoch = train_loader->steps_per_epoch();
   DPTRAIN_CHECK(steps_per_epoch > 0, o.data, ": the train split has ", manifest.split("train").samples,
@@ -165,7 +154,7 @@ void TrainingRun::State::start_up() {
   samples_per_epoch = steps_per_epoch * global_batch;
 
   tc = trainer_config(o, global_batch, total_steps, steps_per_epoch);
-  trainer = std::make_unique<Trainer>(*net, tc);
+  stack->start_training(tc);
   configuration = stored_configuration(o);
   if (resume) restore();
   progress.global_step = first_step;
@@ -177,8 +166,7 @@ void TrainingRun::State::start_up() {
   progress.global_batch = global_batch;
   progress.world_size = job->size();
   progress.schedule = tc.schedule;
-  progress.base_lr = trainer->schedule().base();
-  connect_gradients();
+  progress.base_lr = stack->trainer().schedule().base();
   if (!o.trace.empty()) start_trace();
 
   if (manifest.splits.contains("validation")) {
@@ -194,15 +182,16 @@ void TrainingRun::State::start_up() {
   for (const auto& place : job->topology().ranks) nodes.push_back(place.node);
   log->set_rank_nodes(std::move(nodes));
   throttle_ms = test_throttle_ms(job->rank());
-  log->watch_loss_scaler(&trainer->loss_scaler());
-  if (!backend->device().is_cpu()) log->watch_device_memory([this] { return peak_device_mib(*backend); });
+  log->watch_loss_scaler(&stack->trainer().loss_scaler());
+  if (!stack->backend().device().is_cpu())
+    log->watch_device_memory([this] { return peak_device_mib(stack->backend()); });
   announce();
 
   start = clock::now();
   // The next batch is fetched and its transfer started while the device computes the current step
   // (once the backward pass is queued, before the host waits for anything), so a GPU never waits
   // for a copy.
-  stager = backend->make_input_stager(net->image_shape(), train_loader->input_format());
+  stager = stack->backend().make_input_stager(stack->net().image_shape(), train_loader->input_format());
   step_start = clock::now();  // the first step's clock includes fetching its batch
   step = first_step;
   log->report_start(first_step, o.model);
@@ -210,16 +199,17 @@ void TrainingRun::State::start_up() {
   *out << "data: " << train_cfg.threads << " loader thread" << (train_cfg.threads == 1 ? "" : "s") << " per rank"
        << (o.loader_threads > 0 ? "" : " (the cores compute leaves free; --loader-threads to change)")
        << ", samples read by " << train_loader->read_path() << "\n";
-  trainer->set_after_backward_queued([this] {
+  stack->trainer().set_after_backward_queued([this] {
     if (step + 1 < total_steps) fetch(upcoming);
   });
 }
 
 void TrainingRun::State::restore() {
-  checkpoints->restore(o.model, *net, trainer->optimizer(), {o.reset_classifier, o.aux_heads});
-  adopt_tuned_choices(*backend, checkpoints->restored_tuned_choices(), "the checkpoint", job->communicator(), *out);
-  trainer->set_global_step(resume->global_step);
-  trainer->loss_scaler().restore({resume->loss_scale, resume->loss_scale_clean_steps});
+  checkpoints->restore(o.model, stack->net(), stack->trainer().optimizer(), {o.reset_classifier, o.aux_heads});
+  adopt_tuned_choices(stack->backend(), checkpoints->restored_tuned_choices(), "the checkpoint", job->communicator(),
+                      *out);
+  stack->trainer().set_global_step(resume->global_step);
+  stack->trainer().loss_scaler().restore({resume->loss_scale, resume->loss_scale_clean_steps});
   train_loader->seek(resume->epoch, resume->samples_in_epoch);
   first_step = resume->global_step;
   if (resume->global_batch == 0) {
@@ -237,15 +227,6 @@ void TrainingRun::State::restore() {
                 total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
 }
 
-void TrainingRun::State::connect_gradients() {
-  // Gradients go through NCCL on GPUs; metrics, checkpoints and control stay on the host communicator.
-  gradient_comm = make_gradient_communicator(*backend, *job);
-  reducer = std::make_unique<distributed::GradientReducer>(
-      *backend, gradient_comm ? *gradient_comm : job->communicator(), net->parameters(), job->reducer_config());
-  reducer->attach(*net);
-  trainer->set_gradient_sync([this] { reducer->synchronize(); });
-}
-
 void TrainingRun::State::announce() {
   const data::SplitInfo& train_split = manifest.split("train");
   const int ranks = job->size();
@@ -253,13 +234,14 @@ void TrainingRun::State::announce() {
        << manifest.class_count() << " classes, " << model.image_size << "x" << model.image_size << "x"
        << manifest.channels << "), " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << per_rank_batch
        << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch << " per epoch), lr "
-       << trainer->schedule().base() << " (" << o.lr << " per 256), " << backend->name() << ", " << o.device.precision
-       << "\n";
-  if (trainer->loss_scaler().enabled()) *out << "loss scaling: " << describe(tc.loss_scale) << "\n";
+       << stack->trainer().schedule().base() << " (" << o.lr << " per 256), " << stack->backend().name() << ", "
+       << o.device.precision << "\n";
+  if (stack->trainer().loss_scaler().enabled()) *out << "loss scaling: " << describe(tc.loss_scale) << "\n";
   if (ranks > 1) {
-    *out << "gradients: " << reducer->communicator().name() << ", " << reducer->bucket_count() << " buckets of up to "
-         << o.dist.bucket_mb << " MB, overlap " << (job->reducer_config().overlap ? "on (from step 2)" : "off") << ", "
-         << job->compute_threads() << " compute thread(s) per rank\n"
+    *out << "gradients: " << stack->reducer().communicator().name() << ", " << stack->reducer().bucket_count()
+         << " buckets of up to " << o.dist.bucket_mb << " MB, overlap "
+         << (job->reducer_config().overlap ? "on (from step 2)" : "off") << ", " << job->compute_threads()
+         << " compute thread(s) per rank\n"
          << describe(job->topology());
   }
   *out << distributed::describe(job->launch_warnings());
@@ -270,9 +252,9 @@ void TrainingRun::State::start_trace() {
   prepare_trace_directory(o.trace);
   // A step records its step, data wait, forward, backward, gradient wait and update, one allreduce per
   // bucket, and at most an evaluation and a checkpoint.
-  trace = std::make_unique<TraceRecorder>(window, 8 + reducer->bucket_count());
-  trainer->set_trace(trace.get());
-  reducer->set_trace(trace.get());
+  trace = std::make_unique<TraceRecorder>(window, 8 + stack->reducer().bucket_count());
+  stack->trainer().set_trace(trace.get());
+  stack->reducer().set_trace(trace.get());
   *out << "trace: steps " << window.first << " to " << window.last << " to " << trace_file_path(o.trace, job->rank())
        << (job->size() > 1 ? " (one file per rank)" : "") << "\n";
 }
@@ -322,7 +304,7 @@ ckpt::Progress TrainingRun::State::progress_after(const data::Batch& done) const
     p.samples_in_epoch = 0;
   }
   p.global_step = step + 1;
-  const LossScaleState scale = trainer->loss_scaler().state_for_checkpoint();
+  const LossScaleState scale = stack->trainer().loss_scaler().state_for_checkpoint();
   p.loss_scale = scale.scale;
   p.loss_scale_clean_steps = scale.clean_steps;
   return p;
@@ -344,27 +326,21 @@ StepOutcome TrainingRun::step() {
   if (step != s.first_step) s.step_start = clock::now();
   if (s.trace) s.trace->begin_step(step + 1);
   TraceSpan traced_step(s.trace.get(), TraceEvent::step);
-  s.stager->finish(s.net->images());
+  s.stager->finish(s.stack->net().images());
   if (s.throttle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.throttle_ms));
-  std::copy_n(s.batch.labels.data<std::int32_t>(), s.batch.labels.numel(), s.net->labels().data<std::int32_t>());
+  std::copy_n(s.batch.labels.data<std::int32_t>(), s.batch.labels.numel(),
+              s.stack->net().labels().data<std::int32_t>());
   StepOutcome outcome;
-  outcome.result = s.trainer->step(s.batch.epoch, s.batch.first_sample);
+  outcome.result = s.stack->trainer().step(s.batch.epoch, s.batch.first_sample);
   // Every convolution has now chosen its algorithms; from the next step on, every rank runs rank 0's.
-  if (step == s.first_step && !s.backend->device().is_cpu()) {
-    share_rank0_tuned_choices(*s.backend, s.job->communicator(), *s.out);
+  if (step == s.first_step && !s.stack->backend().device().is_cpu()) {
+    share_rank0_tuned_choices(s.stack->backend(), s.job->communicator(), *s.out);
   }
   const StepResult& r = outcome.result;
   DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
                 "; lower --lr or check the data");
   const double step_seconds = since(s.step_start);
-  // Computing ends when the backward pass has written the last gradient; after that a rank waits for
-  // the others (the allreduce), so a straggler shows here and not in the step time. Both count from
-  // the step's start, data wait included. Without that moment (one rank: nothing to wait for) it is
-  // the whole step.
-  const double ready_at = s.reducer->last_gradients_ready_at();
-  const double compute =
-      ready_at > 0 ? std::max(0.0, ready_at - std::chrono::duration<double>(s.step_start.time_since_epoch()).count())
-                   : step_seconds;
+  const double compute = s.stack->compute_seconds(s.step_start, step_seconds);
   s.log->record_step(r, s.per_rank_batch, step_seconds, s.wait, compute);
   traced_step.finish();
   s.wait = 0;
@@ -372,20 +348,20 @@ StepOutcome TrainingRun::step() {
   const bool last = step + 1 == s.total_steps;
   outcome.epoch_end = s.progress.epoch != s.batch.epoch;
   if ((step + 1) % s.o.log_every == 0 || last || outcome.epoch_end) {
-    s.log->report_window(s.batch.epoch, step + 1, r.learning_rate, s.reducer->stats());
+    s.log->report_window(s.batch.epoch, step + 1, r.learning_rate, s.stack->reducer().stats());
   }
   if (outcome.epoch_end) s.log->report_epoch_end(s.batch.epoch, s.train_cfg.threads);
   if ((outcome.epoch_end || last) && s.eval_loader) {
     TraceSpan traced(s.trace.get(), TraceEvent::evaluation);
-    s.last_eval = evaluate(*s.net, *s.trainer, *s.eval_loader, s.job->communicator());
+    s.last_eval = evaluate(s.stack->net(), s.stack->trainer(), *s.eval_loader, s.job->communicator());
     s.log->report_evaluation(s.batch.epoch, step + 1, *s.last_eval);
     outcome.evaluated = true;
   }
   const RunCheckpoints::Next next = s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(step_seconds));
   if (next != RunCheckpoints::Next::train && s.checkpoints->enabled()) {
     TraceSpan traced(s.trace.get(), TraceEvent::checkpoint);
-    s.checkpoints->write(s.o.model, *s.net, s.trainer->optimizer(), s.progress, s.configuration,
-                         s.backend->tuned_choices());
+    s.checkpoints->write(s.o.model, s.stack->net(), s.stack->trainer().optimizer(), s.progress, s.configuration,
+                         s.stack->backend().tuned_choices());
     outcome.checkpointed = true;
   }
   outcome.stop = next == RunCheckpoints::Next::checkpoint_and_stop;
@@ -405,7 +381,7 @@ int TrainingRun::run() {
     if (step().stop) return ckpt::kExitPreempted;
   }
   s.log->report_summary(s.o.model, s.manifest.name, s.per_rank_batch, s.total_steps - s.first_step, since(s.start),
-                        s.last_eval ? &*s.last_eval : nullptr, s.reducer->stats());
+                        s.last_eval ? &*s.last_eval : nullptr, s.stack->reducer().stats());
   return 0;
 }
 
@@ -417,6 +393,6 @@ int TrainingRun::per_rank_batch() const { return s_->per_rank_batch; }
 int TrainingRun::global_batch() const { return s_->global_batch; }
 bool TrainingRun::resumed() const { return s_->resume.has_value(); }
 const std::optional<Evaluation>& TrainingRun::last_evaluation() const { return s_->last_eval; }
-Net& TrainingRun::net() { return *s_->net; }
+Net& TrainingRun::net() { return s_->stack->net(); }
 
 }  // namespace dptrain
