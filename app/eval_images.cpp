@@ -8,10 +8,10 @@
 
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
-#include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/ckpt/finite_state.hpp"
 #include "dptrain/interop/safetensors.hpp"
 #include "dptrain/interop/weights.hpp"
+#include "dptrain/io/durable_io.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/run_config.hpp"
 #include "dptrain/train/trainer.hpp"
@@ -34,7 +34,7 @@ Tensor read_images(const std::string& path) {
 int run_eval_images(const EvalImagesOptions& o, distributed::Job& job) {
   DPTRAIN_CHECK(job.size() == 1, "eval --images runs on one process, not ", job.size());
   DPTRAIN_CHECK(o.batch > 0, "eval --images: --batch-size must be positive, not ", o.batch);
-  ckpt::check_new_file(o.logits, "dptrain eval --images");
+  io::check_new_file(o.logits, "dptrain eval --images");
   const std::string path = ckpt::resolve_checkpoint_path(o.checkpoint);
   const ckpt::TrainingState state = ckpt::read_checkpoint(path);
   ckpt::require_finite(state, path);

@@ -7,9 +7,9 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
-#include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/interop/weights.hpp"
+#include "dptrain/io/durable_io.hpp"
 #include "dptrain/train/run_config.hpp"
 #include "option_checks.hpp"
 
@@ -58,7 +58,7 @@ interop::ExportMetadata describe_input(const ckpt::TrainingState& state, const s
 
 int run_export(const ExportOptions& o) {
   // Export and import write only new files, so neither can replace a checkpoint, its own input included.
-  ckpt::check_new_file(o.output, "dptrain export");
+  io::check_new_file(o.output, "dptrain export");
   const ckpt::TrainingState state = ckpt::read_checkpoint(ckpt::resolve_checkpoint_path(o.checkpoint));
   // torchvision names by default where torchvision has the model, our own names elsewhere.
   interop::NameStyle style = interop::parse_name_style(o.names);
@@ -72,7 +72,7 @@ int run_export(const ExportOptions& o) {
 }
 
 int run_import(const ImportOptions& o) {
-  ckpt::check_new_file(o.output, "dptrain import");
+  io::check_new_file(o.output, "dptrain import");
   const interop::SafetensorsFile file = interop::SafetensorsFile::read(o.input);
   interop::ImportOptions options;
   options.model = o.model;

@@ -14,9 +14,9 @@
 #include <sstream>
 
 #include "dptrain/ckpt/checkpoint_file.hpp"
-#include "dptrain/ckpt/durable_io.hpp"
-#include "dptrain/ckpt/exclusive_file.hpp"
 #include "dptrain/ckpt/finite_state.hpp"
+#include "dptrain/io/durable_io.hpp"
+#include "dptrain/io/exclusive_file.hpp"
 
 namespace dptrain::ckpt {
 namespace fs = std::filesystem;
@@ -49,7 +49,7 @@ std::optional<mode_t> entry_kind(const fs::path& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) return st.st_mode;
   if (errno == ENOENT) return std::nullopt;
-  throw_posix_error("lstat", path.string());
+  io::throw_posix_error("lstat", path.string());
 }
 
 bool is_plain_file(const fs::path& path) {
@@ -61,7 +61,7 @@ void remove_file(const fs::path& path, std::vector<std::string>& removed) {
   if (::unlink(path.c_str()) == 0) {
     removed.push_back(path.string());
   } else if (errno != ENOENT) {
-    throw_posix_error("unlink", path.string());
+    io::throw_posix_error("unlink", path.string());
   }
 }
 }  // namespace
@@ -149,7 +149,7 @@ std::vector<std::string> remove_stale_temporaries(const std::string& directory) 
 
 void write_check(const std::string& directory) {
   try {
-    ExclusiveFile check((fs::path(directory) / kWriteCheckName).string());
+    io::ExclusiveFile check((fs::path(directory) / kWriteCheckName).string());
     check.write("dptrain checks that it can write this directory\n");
     check.sync();
   } catch (const Error& e) {

@@ -5,9 +5,9 @@
 
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
-#include "dptrain/ckpt/durable_io.hpp"
-#include "dptrain/ckpt/exclusive_file.hpp"
 #include "dptrain/ckpt/finite_state.hpp"
+#include "dptrain/io/durable_io.hpp"
+#include "dptrain/io/exclusive_file.hpp"
 
 namespace dptrain::ckpt {
 namespace {
@@ -39,7 +39,7 @@ void write_checkpoint_file_durably(const std::string& path, const TrainingState&
     throw Error(detail::concat("writing checkpoint ", path, ": ", e.what()));
   }
   {
-    ExclusiveFile temporary(replace ? path + ".tmp" : temporary_name_for(path));
+    io::ExclusiveFile temporary(replace ? path + ".tmp" : io::temporary_name_for(path));
     temporary.write(image);
     temporary.sync();  // the data before the name: a crash must not leave a renamed empty file
     if (replace) {
@@ -49,7 +49,7 @@ void write_checkpoint_file_durably(const std::string& path, const TrainingState&
     }
   }
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  fsync_directory(parent.empty() ? "." : parent.string());
+  io::fsync_directory(parent.empty() ? "." : parent.string());
 }
 }  // namespace
 
@@ -71,7 +71,7 @@ WriteReport write_checkpoint(const std::string& directory, const TrainingState& 
   const std::string name = checkpoint_file_name(state.progress.global_step);
   const std::string final_path = (fs::path(directory) / name).string();
   write_checkpoint_as(final_path, state);
-  replace_file_atomically(directory, kLatestName, name + "\n");
+  io::replace_file_atomically(directory, kLatestName, name + "\n");
   WriteReport report;
   report.path = final_path;
   report.bytes = fs::file_size(final_path, ec);

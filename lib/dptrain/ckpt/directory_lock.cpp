@@ -12,8 +12,8 @@
 #include <ctime>
 #include <filesystem>
 
-#include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/io/durable_io.hpp"
 
 namespace dptrain::ckpt {
 namespace {
@@ -35,7 +35,7 @@ std::string read_all(int fd, const std::string& path) {
   for (off_t offset = 0; text.size() < 4096;) {
     const ssize_t n = ::pread(fd, buffer, sizeof buffer, offset);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_posix_error("pread", path);
+    if (n < 0) io::throw_posix_error("pread", path);
     if (n == 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
     offset += n;
@@ -44,13 +44,13 @@ std::string read_all(int fd, const std::string& path) {
 }
 
 void write_holder(int fd, const std::string& path) {
-  if (::ftruncate(fd, 0) != 0) throw_posix_error("ftruncate", path);
+  if (::ftruncate(fd, 0) != 0) io::throw_posix_error("ftruncate", path);
   const std::string line = describe_this_process() + "\n";
   std::size_t written = 0;
   while (written < line.size()) {
     const ssize_t n = ::pwrite(fd, line.data() + written, line.size() - written, static_cast<off_t>(written));
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_posix_error("pwrite", path);
+    if (n < 0) io::throw_posix_error("pwrite", path);
     written += static_cast<std::size_t>(n);
   }
   // Not fsynced: the line only informs; the exclusion is the flock, which no crash can leave behind.
@@ -88,7 +88,7 @@ DirectoryLock::DirectoryLock(const std::string& directory)
   }
   try {
     struct stat st {};
-    if (::fstat(fd_, &st) != 0) throw_posix_error("fstat", path_);
+    if (::fstat(fd_, &st) != 0) io::throw_posix_error("fstat", path_);
     DPTRAIN_CHECK(S_ISREG(st.st_mode), path_, " is not a regular file; remove it");
     int rc = 0;
     do {
@@ -105,7 +105,7 @@ DirectoryLock::DirectoryLock(const std::string& directory)
     if (rc != 0 && (errno == ENOLCK || errno == EOPNOTSUPP || errno == ENOSYS)) {
       unsupported_ = detail::concat("flock(", path_, ") failed: ", std::strerror(errno));
     } else if (rc != 0) {
-      throw_posix_error("flock", path_);
+      io::throw_posix_error("flock", path_);
     }
     previous_holder_ = quotable(read_all(fd_, path_));
     write_holder(fd_, path_);

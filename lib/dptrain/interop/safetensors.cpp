@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "dptrain/ckpt/durable_io.hpp"
-#include "dptrain/ckpt/exclusive_file.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/json_line.hpp"
+#include "dptrain/io/durable_io.hpp"
+#include "dptrain/io/exclusive_file.hpp"
 
 namespace dptrain::interop {
 namespace {
@@ -192,13 +192,13 @@ void SafetensorsFile::write(const std::string& path) const {
 
   namespace fs = std::filesystem;
   const fs::path target(path);
-  ckpt::ExclusiveFile temporary(ckpt::temporary_name_for(path));
+  io::ExclusiveFile temporary(io::temporary_name_for(path));
   temporary.write(std::string_view(prefix, sizeof prefix));
   temporary.write(text);
   for (const StoredTensor& t : tensors_) temporary.write(t.bytes);
   temporary.sync();
   temporary.rename_to_new(path);
-  ckpt::fsync_directory(target.has_parent_path() ? target.parent_path().string() : ".");
+  io::fsync_directory(target.has_parent_path() ? target.parent_path().string() : ".");
 }
 
 SafetensorsFile SafetensorsFile::read(const std::string& path) {

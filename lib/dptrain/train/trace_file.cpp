@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <system_error>
 
-#include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/io/durable_io.hpp"
 
 namespace dptrain {
 namespace {
@@ -32,7 +32,7 @@ std::string trace_file_path(const std::string& directory, int rank) {
 }
 
 void write_trace_file(const std::string& directory, int rank, const std::string& json) {
-  ckpt::replace_file_atomically(directory, trace_file_name(rank), json);
+  io::replace_file_atomically(directory, trace_file_name(rank), json);
 }
 
 }  // namespace dptrain

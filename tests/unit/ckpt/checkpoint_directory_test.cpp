@@ -9,7 +9,7 @@
 #include "ckpt_testing.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
-#include "dptrain/ckpt/durable_io.hpp"
+#include "dptrain/io/durable_io.hpp"
 
 using namespace dptrain;
 using namespace dptrain::testing;
@@ -69,7 +69,7 @@ TEST_CASE("`latest` is replaced atomically, even over a stale latest.tmp", "[ckp
   write_steps(dir.path(), {2});
   CHECK(ckpt::read_latest(dir.path()) == "ckpt-000000002.h5");
   CHECK_FALSE(fs::exists(dir.file("latest.tmp")));
-  ckpt::replace_file_atomically(dir.path(), "latest", "../elsewhere.h5\n");
+  io::replace_file_atomically(dir.path(), "latest", "../elsewhere.h5\n");
   CHECK_THROWS_WITH(ckpt::read_latest(dir.path()), Catch::Contains("should name a checkpoint file in its directory"));
 }
 
@@ -86,7 +86,7 @@ TEST_CASE("retention keeps the K newest and the one `latest` names, and removes 
     CHECK(fs::exists(dir.file("notes.txt")));
   }
   SECTION("never the one latest names, even when it is old") {
-    ckpt::replace_file_atomically(dir.path(), "latest", "ckpt-000000020.h5\n");
+    io::replace_file_atomically(dir.path(), "latest", "ckpt-000000020.h5\n");
     ckpt::prune_checkpoints(dir.path(), 2);
     CHECK(steps_in(dir.path()) == std::vector<std::int64_t>{20, 40, 50});
   }
@@ -131,7 +131,7 @@ TEST_CASE("resume auto: latest, or the next newest valid checkpoint with a warni
   }
   SECTION("the one latest names") {
     write_steps(dir.path(), {1, 2, 3});
-    ckpt::replace_file_atomically(dir.path(), "latest", "ckpt-000000002.h5\n");
+    io::replace_file_atomically(dir.path(), "latest", "ckpt-000000002.h5\n");
     const auto found = ckpt::find_resume_checkpoint(dir.path(), warnings);
     REQUIRE(found);
     CHECK(found->state.progress.global_step == 2);
@@ -171,7 +171,7 @@ TEST_CASE("resume auto: latest, or the next newest valid checkpoint with a warni
     diverged.optimizer.momentum[1].value.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
     // Written as an older dptrain would have: the file layer does not judge the values.
     ckpt::write_checkpoint_file(dir.file("ckpt-000000002.h5"), diverged);
-    ckpt::replace_file_atomically(dir.path(), "latest", "ckpt-000000002.h5\n");
+    io::replace_file_atomically(dir.path(), "latest", "ckpt-000000002.h5\n");
     const auto found = ckpt::find_resume_checkpoint(dir.path(), warnings);
     REQUIRE(found);
     CHECK(found->state.progress.global_step == 1);
@@ -194,7 +194,7 @@ TEST_CASE("resume auto: latest, or the next newest valid checkpoint with a warni
             Catch::Contains("--resume none"));
   }
   SECTION("a `latest` whose checkpoint is gone is an error, not a fresh start") {
-    ckpt::replace_file_atomically(dir.path(), "latest", "ckpt-000000009.h5\n");
+    io::replace_file_atomically(dir.path(), "latest", "ckpt-000000009.h5\n");
     CHECK_THROWS_WITH(ckpt::find_resume_checkpoint(dir.path(), warnings),
                       Catch::Contains("has a 'latest' but no checkpoint") && Catch::Contains("which does not exist"));
   }

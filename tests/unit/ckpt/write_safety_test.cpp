@@ -16,9 +16,9 @@
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
-#include "dptrain/ckpt/durable_io.hpp"
-#include "dptrain/ckpt/exclusive_file.hpp"
 #include "dptrain/ckpt/finite_state.hpp"
+#include "dptrain/io/durable_io.hpp"
+#include "dptrain/io/exclusive_file.hpp"
 
 using namespace dptrain;
 using namespace dptrain::testing;
@@ -97,7 +97,7 @@ TEST_CASE("a killed writer's temporary file is replaced; a failed write leaves n
   CHECK(ckpt::read_latest(dir.path()) == "ckpt-000000004.h5");
   CHECK_FALSE(has_temporary(dir.path()));
   {
-    ckpt::ExclusiveFile file(dir.file("latest.tmp"));
+    io::ExclusiveFile file(dir.file("latest.tmp"));
     file.write("half");
     // Never renamed: its destructor removes it, as after a failed write.
   }
@@ -145,7 +145,7 @@ TEST_CASE("a file the user named is written only where nothing exists, even some
   CHECK(ckpt::read_checkpoint(path).progress.global_step == 0);
   CHECK_FALSE(has_temporary(dir.path()));
   {
-    ckpt::ExclusiveFile file(dir.file("other.tmp"));
+    io::ExclusiveFile file(dir.file("other.tmp"));
     file.write("bytes");
     write_bytes(dir.file("other"), std::vector<char>(3, 'u'));  // appears while the file is written
     CHECK_THROWS_WITH(file.rename_to_new(dir.file("other")), Catch::Contains("already exists"));

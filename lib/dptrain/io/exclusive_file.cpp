@@ -1,4 +1,4 @@
-#include "dptrain/ckpt/exclusive_file.hpp"
+#include "dptrain/io/exclusive_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "dptrain/ckpt/durable_io.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/file_write.hpp"
+#include "dptrain/io/durable_io.hpp"
 
-namespace dptrain::ckpt {
+namespace dptrain::io {
 namespace {
 int open_exclusive(const std::string& path) {
   int fd = -1;
@@ -103,4 +103,4 @@ bool ExclusiveFile::still_named() const {
   return ::lstat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == device_ && st.st_ino == inode_;
 }
 
-}  // namespace dptrain::ckpt
+}  // namespace dptrain::io

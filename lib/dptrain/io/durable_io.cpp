@@ -1,4 +1,4 @@
-#include "dptrain/ckpt/durable_io.hpp"
+#include "dptrain/io/durable_io.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,11 +10,11 @@
 #include <cstring>
 #include <filesystem>
 
-#include "dptrain/ckpt/exclusive_file.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/file_write.hpp"
+#include "dptrain/io/exclusive_file.hpp"
 
-namespace dptrain::ckpt {
+namespace dptrain::io {
 
 void throw_posix_error(const char* call, const std::string& path) { throw_errno_error(call, path); }
 
@@ -95,4 +95,4 @@ void replace_file_atomically(const std::string& directory, const std::string& na
   fsync_directory(directory);
 }
 
-}  // namespace dptrain::ckpt
+}  // namespace dptrain::io

@@ -1,6 +1,6 @@
 #pragma once
-// A temporary file of the checkpoint directory (`ckpt-<step>.h5.tmp`, `latest.tmp`), created so that
-// nothing planted at its name is ever written through.
+// A temporary file (a checkpoint's `ckpt-<step>.h5.tmp` and `latest.tmp`, an export's, a trace's),
+// created so that nothing planted at its name is ever written through.
 //
 // A checkpoint directory is often shared (a project directory that a group can write). With
 // open(O_CREAT|O_TRUNC), or H5Fcreate(H5F_ACC_TRUNC), a symbolic link planted at a temporary name
@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace dptrain::ckpt {
+namespace dptrain::io {
 
 class ExclusiveFile {
  public:
@@ -55,4 +55,4 @@ class ExclusiveFile {
   bool renamed_ = false;
 };
 
-}  // namespace dptrain::ckpt
+}  // namespace dptrain::io

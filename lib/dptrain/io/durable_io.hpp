@@ -5,7 +5,7 @@
 // path and the call.
 #include <string>
 
-namespace dptrain::ckpt {
+namespace dptrain::io {
 
 // Throws dptrain::Error "CALL(PATH) failed: <strerror(errno)>".
 [[noreturn]] void throw_posix_error(const char* call, const std::string& path);
@@ -31,4 +31,4 @@ std::string temporary_name_for(const std::string& target);
 // fsyncs the directory. A reader sees the old or the new file, never a mix.
 void replace_file_atomically(const std::string& directory, const std::string& name, const std::string& contents);
 
-}  // namespace dptrain::ckpt
+}  // namespace dptrain::io
