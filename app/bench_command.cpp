@@ -11,10 +11,12 @@
 #include <iostream>
 
 #include "backend_options.hpp"
+#include "bench_result.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/core/byte_size.hpp"
 #include "dptrain/core/json_line.hpp"
+#include "dptrain/core/record_json.hpp"
 #include "dptrain/net/memory_estimate.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
@@ -150,31 +152,44 @@ int run_bench(const BenchOptions& o) {
     out << "\n";
   }
   if (!o.json.empty()) {
+    BenchResult result;
+    result.model = o.model;
+    result.backend = backend.name();
+    result.precision = o.device.precision;
+    result.batch_size = o.batch;
+    result.image_size = size;
+    result.world_size = ranks;
+    result.global_batch = global_batch;
+    result.steps = o.steps;
+    result.warmup = o.warmup;
+    result.allreduce = reducer.communicator().name();
+    result.communication_hidden_fraction = hidden;
+    result.images_per_sec = rate.mean;
+    result.images_per_sec_stderr = rate.stderr_of_mean;
+    result.images_per_sec_min = rate.min;
+    result.images_per_sec_max = rate.max;
+    result.gflops_achieved = achieved;
+    result.gflops_peak = peak;
+    result.efficiency = achieved / peak;
+    result.gpu_memory_peak_mib = memory_mib;
+    result.peak_memory_bytes = static_cast<std::int64_t>(peak_bytes);
+    result.planned_memory_bytes = static_cast<std::int64_t>(planned_bytes);
+    result.memory_planned = o.device.memory_plan;
+    result.cudnn_search_seconds = search.seconds;
+    result.cudnn_searches = search.searches;
+    result.cudnn_search_reused = search.reused;
+    result.cudnn_nondeterministic_fallbacks = search.nondeterministic_fallbacks;
+    result.deterministic = o.device.deterministic;
+    result.forward_gflops_per_image = net.flops_per_sample() / 1e9;
+    result.parameters = net.parameter_count();
+    // What `dptrain report --profile` and `dptrain predict` need beside the rate.
+    result.classes = o.classes;
+    result.gradient_bytes = static_cast<std::int64_t>(net.parameter_count() * 4);
+    result.compute_seconds_per_step = compute_per_step;
     std::ofstream file(o.json);
     DPTRAIN_CHECK(file.good(), "cannot write the benchmark result to '", o.json, "'");
-    JsonLine j(file);
-    j.field("model", o.model).field("backend", backend.name()).field("precision", o.device.precision);
-    j.field("batch_size", o.batch);
-    j.field("image_size", size).field("world_size", ranks).field("global_batch", global_batch);
-    j.field("steps", o.steps).field("warmup", o.warmup);
-    j.field("allreduce", reducer.communicator().name()).field("communication_hidden_fraction", hidden);
-    j.field("images_per_sec", rate.mean).field("images_per_sec_stderr", rate.stderr_of_mean);
-    j.field("images_per_sec_min", rate.min).field("images_per_sec_max", rate.max);
-    j.field("gflops_achieved", achieved).field("gflops_peak", peak).field("efficiency", achieved / peak);
-    if (memory_mib > 0) j.field("gpu_memory_peak_mib", memory_mib);
-    j.field("peak_memory_bytes", static_cast<std::int64_t>(peak_bytes));
-    j.field("planned_memory_bytes", static_cast<std::int64_t>(planned_bytes));
-    j.field("memory_planned", o.device.memory_plan);
-    if (search.searches > 0) {
-      j.field("cudnn_search_seconds", search.seconds).field("cudnn_searches", search.searches);
-      j.field("cudnn_search_reused", search.reused).field("deterministic", o.device.deterministic);
-      j.field("cudnn_nondeterministic_fallbacks", search.nondeterministic_fallbacks);
-    }
-    j.field("forward_gflops_per_image", net.flops_per_sample() / 1e9).field("parameters", net.parameter_count());
-    // What `dptrain report --profile` and `dptrain predict` need beside the rate.
-    j.field("classes", o.classes).field("gradient_bytes", static_cast<std::int64_t>(net.parameter_count() * 4));
-    j.field("compute_seconds_per_step", compute_per_step);
-    j.close();
+    file << json_line(record_json<nlohmann::ordered_json>(result)) << "\n";
+    file.close();
     DPTRAIN_CHECK(file.good(), "writing the benchmark result to '", o.json, "' failed");
   }
   return 0;

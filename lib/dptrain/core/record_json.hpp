@@ -11,9 +11,10 @@
 
 namespace dptrain {
 
-template <class Record>
-nlohmann::json record_json(const Record& record) {
-  nlohmann::json j = nlohmann::json::object();
+// `Json` nlohmann::ordered_json keeps the table's order (for json_line); nlohmann::json sorts the keys.
+template <class Json = nlohmann::json, class Record>
+Json record_json(const Record& record) {
+  Json j = Json::object();
   for_each_field(record, [&](Field f, const auto& member) {
     using T = std::remove_cvref_t<decltype(member)>;
     if constexpr (std::is_enum_v<T>) {
