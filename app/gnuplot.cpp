@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "dptrain/core/error.hpp"
@@ -54,9 +56,34 @@ std::string gnuplot_single_quoted(const std::string& text) {
   return q + "'";
 }
 
+namespace {
+// `path` for a gnuplot script, which cannot carry a newline in a string (`what`: "the chart's path").
+void check_script_path(const std::string& path, const char* what) {
+  DPTRAIN_CHECK(std::find_if(path.begin(), path.end(), is_control) == path.end(), what, " '", printable_name(path),
+                "' holds a control character, which a gnuplot script cannot carry");
+}
+}  // namespace
+
+std::string gnuplot_number(double v) {
+  if (!std::isfinite(v)) return "NaN";
+  std::ostringstream out;
+  out.precision(10);
+  out << v;
+  return out.str();
+}
+
+std::string gnuplot_print_to(const std::string& table) {
+  check_script_path(table, "the table's path");
+  return "set print " + gnuplot_single_quoted(table) + "\n";
+}
+
+std::string gnuplot_table_section(const std::string& title, const std::string& block, const std::string& columns) {
+  return "set table $t\nplot " + block + " using " + columns + " with table\nunset table\nprint " +
+         gnuplot_single_quoted("# " + title) + "\nprint $t\n";
+}
+
 std::string gnuplot_png_output(const std::string& png, int width, int height) {
-  DPTRAIN_CHECK(std::find_if(png.begin(), png.end(), is_control) == png.end(), "the chart's path '",
-                printable_name(png), "' holds a control character, which a gnuplot script cannot carry");
+  check_script_path(png, "the chart's path");
   const std::string size = std::to_string(width) + "," + std::to_string(height);
   return "if (strstrt(GPVAL_TERMINALS, \"pngcairo\") > 0) {\n  set terminal pngcairo size " + size +
          " noenhanced font \"sans,11\"\n} else {\n  set terminal png size " + size + " noenhanced\n}\nset output " +

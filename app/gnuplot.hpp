@@ -24,6 +24,18 @@ std::string gnuplot_single_quoted(const std::string& text);
 // chart would land elsewhere.
 std::string gnuplot_png_output(const std::string& png, int width, int height);
 
+// A number in a data block, to 10 significant digits; gnuplot reads NaN as a missing point.
+std::string gnuplot_number(double v);
+
+// The line that sends the `print` commands after it to the text file `table` (the --table of a chart). The
+// path must hold no control character (checked).
+std::string gnuplot_print_to(const std::string& table);
+
+// The lines that print the columns `columns` ("1:2") of the data block `block` ("$steps0") as gnuplot
+// read them (`set table`: each point as gnuplot parsed it) under a line "# TITLE", where gnuplot_print_to
+// sends them; `title` must hold no newline.
+std::string gnuplot_table_section(const std::string& title, const std::string& block, const std::string& columns);
+
 // The gnuplot to run: $GNUPLOT, else the first `gnuplot` on PATH; empty when there is none.
 std::string find_gnuplot();
 

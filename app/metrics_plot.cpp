@@ -10,15 +10,6 @@
 namespace dptrain::app {
 namespace {
 
-// A number in a data block: gnuplot reads NaN as a missing point.
-std::string datum(double v) {
-  if (!std::isfinite(v)) return "NaN";
-  std::ostringstream out;
-  out.precision(10);
-  out << v;
-  return out.str();
-}
-
 // The time axis' unit, from the longest run: seconds, minutes or hours.
 struct TimeUnit {
   double seconds;
@@ -68,10 +59,10 @@ std::string metrics_plot_script(const std::vector<MetricsRun>& runs, const PlotS
   DPTRAIN_CHECK(!runs.empty(), "nothing to plot");
   const TimeUnit unit = time_unit(runs);
   auto x_of = [&](std::int64_t step, double elapsed, const MetricsRun& run) {
-    if (!s.against_time) return datum(static_cast<double>(step));
+    if (!s.against_time) return gnuplot_number(static_cast<double>(step));
     DPTRAIN_CHECK(elapsed >= 0, "the metrics of '", title_of(run),
                   "' have no elapsed_seconds (written by an older dptrain): plot them against steps");
-    return datum(elapsed / unit.seconds);
+    return gnuplot_number(elapsed / unit.seconds);
   };
   std::ostringstream g;
   g << "# Drawn by dptrain plot: training loss, accuracy, images/sec and time a step by rank.\n"
@@ -80,12 +71,12 @@ std::string metrics_plot_script(const std::vector<MetricsRun>& runs, const PlotS
   for (std::size_t k = 0; k < runs.size(); ++k) {
     g << "$steps" << k << " << EOD\n";
     for (const auto& p : runs[k].steps) {
-      g << x_of(p.step, p.elapsed, runs[k]) << " " << datum(p.loss) << " " << datum(p.accuracy) << " "
-        << datum(p.images_per_sec) << "\n";
+      g << x_of(p.step, p.elapsed, runs[k]) << " " << gnuplot_number(p.loss) << " " << gnuplot_number(p.accuracy) << " "
+        << gnuplot_number(p.images_per_sec) << "\n";
     }
     g << "EOD\n$evals" << k << " << EOD\n";
     for (const auto& p : runs[k].evals) {
-      g << x_of(p.step, p.elapsed, runs[k]) << " " << datum(p.top1) << " " << datum(p.loss) << "\n";
+      g << x_of(p.step, p.elapsed, runs[k]) << " " << gnuplot_number(p.top1) << " " << gnuplot_number(p.loss) << "\n";
     }
     g << "EOD\n";
   }
@@ -95,8 +86,8 @@ std::string metrics_plot_script(const std::vector<MetricsRun>& runs, const PlotS
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const RankTimes& t = ranks[r];
     const double other = std::max(0.0, t.step - t.compute - t.data_wait - t.communication_wait);
-    g << rank_label(r, last.nodes) << " " << datum(1e3 * t.compute) << " " << datum(1e3 * t.data_wait) << " "
-      << datum(1e3 * t.communication_wait) << " " << datum(1e3 * other) << "\n";
+    g << rank_label(r, last.nodes) << " " << gnuplot_number(1e3 * t.compute) << " " << gnuplot_number(1e3 * t.data_wait)
+      << " " << gnuplot_number(1e3 * t.communication_wait) << " " << gnuplot_number(1e3 * other) << "\n";
   }
   g << "EOD\n";
 
@@ -142,12 +133,9 @@ std::string metrics_plot_script(const std::vector<MetricsRun>& runs, const PlotS
 
   if (!s.table.empty()) {
     // What gnuplot read, series by series: `set table` writes each point as gnuplot parsed it.
-    DPTRAIN_CHECK(std::find_if(s.table.begin(), s.table.end(), is_control) == s.table.end(), "the table's path '",
-                  printable_name(s.table), "' holds a control character, which a gnuplot script cannot carry");
-    g << "set print " << gnuplot_single_quoted(s.table) << "\n";
+    g << gnuplot_print_to(s.table);
     auto table = [&](const std::string& name, const std::string& block, const char* columns) {
-      g << "set table $t\nplot " << block << " using " << columns << " with table\nunset table\n"
-        << "print " << gnuplot_single_quoted("# " + name) << "\nprint $t\n";
+      g << gnuplot_table_section(name, block, columns);
     };
     for (std::size_t k = 0; k < runs.size(); ++k) {
       const std::string run = title_of(runs[k]);

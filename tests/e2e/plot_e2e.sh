@@ -36,27 +36,16 @@ cat "$work/plot.log"
 grep -q "^run: 8 step line(s), [0-9]* evaluation(s), joined from 2 pieces" "$work/plot.log" || fail "the joined run's summary"
 [[ -s $work/joined.png.gp ]] || fail "no gnuplot script beside the chart"
 
-python3 - "$work" <<'PY' || fail "the joined chart"
-import json, struct, sys, math
+python3 - "$work" "$(dirname "$0")" <<'PY' || fail "the joined chart"
+import json, sys, math
 work = sys.argv[1]
-
-def png_size(path):
-    data = open(path, "rb").read()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
-    assert data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
+sys.path.insert(0, sys.argv[2])
+from chart_files import png_size, table_sections
 
 def table(path):
     """gnuplot's --table output: series name -> rows of numbers."""
-    series, name = {}, None
-    for line in open(path):
-        line = line.strip()
-        if line.startswith("# ") and not line.startswith("# Curve") and not line.startswith("# x "):
-            name = line[2:]
-            series[name] = []
-        elif line and not line.startswith("#") and name is not None:
-            series[name].append([float(v) for v in line.split()[:5] if v not in ("i", "o", "u")])
-    return series
+    return {name: [[float(v) for v in row.split()[:5] if v not in ("i", "o", "u")] for row in rows]
+            for name, rows in table_sections(path).items()}
 
 def metrics(path):
     lines = [json.loads(l) for l in open(path)]
@@ -96,11 +85,12 @@ PY
   --x time --size 800x600 -o "$work/two.png" --table "$work/two.txt" > "$work/two.log" 2>&1 ||
   { cat "$work/two.log"; fail "plot of two runs"; }
 [[ -e $work/pwned ]] && fail "a label ran a command"
-python3 - "$work" <<'PY' || fail "the two-run chart"
-import struct, sys
+python3 - "$work" "$(dirname "$0")" <<'PY' || fail "the two-run chart"
+import sys
 work = sys.argv[1]
-data = open(f"{work}/two.png", "rb").read()
-assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", data[16:24]) == (800, 600)
+sys.path.insert(0, sys.argv[2])
+from chart_files import png_size
+assert png_size(f"{work}/two.png") == (800, 600)
 names = [l[2:].strip() for l in open(f"{work}/two.txt") if l.startswith("# ") and not l.startswith("# Curve")]
 assert "loss lr 0.05" in names and any(n.startswith("loss re'queued") for n in names), names
 # Against time: the joined run's clock goes on across its pieces.
