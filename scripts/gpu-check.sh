@@ -20,7 +20,8 @@
 #   cudaError (exit 3).
 # Stage 1 (under 4 minutes): the GPU tests (device; NCCL on one rank; NCCL on two ranks and a rank
 #   frozen in the GPU allreduce, both under the bundle's own Open MPI mpiexec; CPU/GPU agreement of
-#   every op in fp32, bf16 and fp16, a model step, the same step twice bit for bit), then `dptrain bench` of
+#   every op in fp32, bf16 and fp16, a model step, the same step twice bit for bit; the gradient reducer
+#   with late streams; ResNet-50's stem at batch 512 against the CPU), then `dptrain bench` of
 #   ResNet-50 in fp32 and bf16 (deterministic algorithms, then --nondeterministic: their cost) and
 #   the PyTorch peer (torchvision ResNet-50, same batch and steps, bf16 autocast, channels-last;
 #   skipped without torch), then GoogLeNet, Inception-BN and Inception-V3 while time is left.
@@ -347,6 +348,10 @@ frozen_report='rank 0: collective #[0-9]+ \([a-z -]+\) has waited [0-9]+ s, long
 mpi_step gpu_nccl_frozen_rank gpu_nccl_frozen_rank 45 "$frozen_report"
 step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
 grep -E '^(agreement |bf16 batch norm|algorithm searches )' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+step gpu_reducer_fence 30 "$work/bin/gpu_reducer_fence"; verdict gpu_reducer_fence $?
+grep -E '^reducer fence' "$logs/gpu_reducer_fence.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+step gpu_resnet_stem 60 "$work/bin/gpu_resnet_stem"; verdict gpu_resnet_stem $?
+grep -E '^(resnet50 stem|agreement |algorithm searches )' "$logs/gpu_resnet_stem.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
 
 runs=()  # "source model precision" of every result file, in order, for bench.json and the table
 write_bench_json() {
@@ -436,7 +441,7 @@ table() {
     awk -v m="$model" -v p="$precision" -v b="$batch" -v r="$(field "$j" images_per_sec)" \
         -v e="$(field "$j" images_per_sec_stderr)" -v pr="$peer_rate" -v q="$ratio" -v g="$(field "$j" gflops_achieved)" \
         -v f="$(field "$j" efficiency)" -v mem="$(field "$j" gpu_memory_peak_mib)" -v s="$(field "$j" cudnn_search_seconds)" '
-      function num(x, format) { return x == "" ? "" : sprintf(format, x) }
+      function num(x, format) { return (x == "" || x < 0) ? "" : sprintf(format, x) }  # -1: no GPU memory
       BEGIN { printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", m, p, b, num(r, "%.1f"), num(e, "%.1f"),
               num(pr, "%.1f"), q, num(g, "%.0f"), (f == "" ? "" : sprintf("%.1f", 100 * f)), num(mem, "%.0f"), num(s, "%.1f") }'
   done

@@ -39,9 +39,10 @@ while (( $# )); do
     *) echo "usage: $0 [--train-reference] [--build-dir DIR] [--no-build] [--output DIR]" >&2; exit 2 ;;
   esac
 done
-targets=(dptrain gpu_device gpu_backend_agreement gpu_nccl gpu_nccl_frozen_rank)
+targets=(dptrain gpu_device gpu_backend_agreement gpu_nccl gpu_nccl_frozen_rank gpu_reducer_fence gpu_resnet_stem)
 executables=("$build_dir/app/dptrain" "$build_dir/tests/gpu/gpu_device" "$build_dir/tests/gpu/gpu_backend_agreement"
-             "$build_dir/tests/gpu/gpu_nccl" "$build_dir/tests/gpu/gpu_nccl_frozen_rank")
+             "$build_dir/tests/gpu/gpu_nccl" "$build_dir/tests/gpu/gpu_nccl_frozen_rank"
+             "$build_dir/tests/gpu/gpu_reducer_fence" "$build_dir/tests/gpu/gpu_resnet_stem")
 
 if (( build )); then
   [[ $build_dir == build/cuda ]] && cmake --preset cuda >/dev/null  # another DIR is configured already

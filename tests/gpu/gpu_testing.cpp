@@ -82,9 +82,13 @@ double norm_relative_error(const Tensor& actual, const Tensor& reference, double
   return std::sqrt(difference) / std::max(std::sqrt(scale), floor);
 }
 
-void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names, double low_tolerance) {
-  compare(run, names, gpu(), 1e-4, false);
-  for (Precision precision : {Precision::bf16, Precision::fp16}) {
+void expect_agreement_in(std::initializer_list<Precision> precisions, const Run& run,
+                         const std::vector<std::string>& names, double low_tolerance) {
+  for (Precision precision : precisions) {
+    if (precision == Precision::fp32) {
+      compare(run, names, gpu(), 1e-4, false);
+      continue;
+    }
     Backend* backend = gpu(precision);
     if (backend == nullptr) {
       WARN("this GPU has no " << name_of(precision) << ": not compared");
@@ -92,6 +96,10 @@ void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::s
     }
     compare(run, names, *backend, low_tolerance, true);
   }
+}
+
+void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names, double low_tolerance) {
+  expect_agreement_in({Precision::fp32, Precision::bf16, Precision::fp16}, run, names, low_tolerance);
 }
 
 void print_worst_agreement() {
