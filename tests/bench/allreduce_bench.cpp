@@ -105,7 +105,6 @@ void overlap_report(Job& job, const std::string& model_name, int batch, int step
   Trainer trainer(*net, tc);
   GradientReducer reducer(*backend, job.communicator(), net->parameters(), job.reducer_config());
   reducer.attach(*net);
-  trainer.set_gradient_sync([&] { reducer.synchronize(); });
   fill_synthetic_batch(*backend, 1, job.rank() * batch, model.classes, net->images(), net->labels());
   trainer.step(0, 0);  // warm-up: plans, first touches
   const ReducerStats before = reducer.stats();

@@ -54,7 +54,6 @@ Run train(int batch, std::int64_t offset_in_step, int global, Communicator* comm
     broadcast_parameters(*net, *comm);
     reducer = std::make_unique<GradientReducer>(*backend, *comm, net->parameters(), reducer_config);
     reducer->attach(*net);
-    trainer.set_gradient_sync([&] { reducer->synchronize(); });
   }
   for (int step = 0; step < steps; ++step) {
     const std::int64_t first = static_cast<std::int64_t>(step) * global + offset_in_step;

@@ -57,6 +57,7 @@ GradientReducer::GradientReducer(Backend& backend, Communicator& comm, std::vect
 }
 
 GradientReducer::~GradientReducer() {
+  if (attached_ != nullptr) attached_->remove_step_hooks(*this);
   if (!thread_.joinable()) return;
   {
     std::lock_guard lock(mutex_);
@@ -67,11 +68,13 @@ GradientReducer::~GradientReducer() {
 }
 
 void GradientReducer::attach(Net& net) {
-  if (comm_.size() == 1) return;
-  net.on_gradient_ready([this](Parameter& p) { gradient_ready(p); });
+  DPTRAIN_CHECK(attached_ == nullptr, "gradient reducer: attached to a net already");
+  net.add_step_hooks(*this);
+  attached_ = &net;
 }
 
 void GradientReducer::gradient_ready(Parameter& parameter) {
+  if (comm_.size() == 1) return;  // nothing to sum: the gradient is the mean already
   auto it = where_.find(&parameter);
   DPTRAIN_CHECK(it != where_.end(), "gradient reducer: parameter ", parameter.name, " is not one of the net's");
   Bucket& bucket = buckets_[it->second.first];

@@ -24,6 +24,7 @@
 #include "dptrain/core/trace_recorder.hpp"
 #include "dptrain/distributed/communicator.hpp"
 #include "dptrain/layers/layer.hpp"
+#include "dptrain/net/step_hooks.hpp"
 
 namespace dptrain {
 class Net;
@@ -51,21 +52,23 @@ struct ReducerStats {
   }
 };
 
-class GradientReducer {
+class GradientReducer final : public StepHooks {
  public:
   // `parameters` in build order (Net::parameters()).
   GradientReducer(Backend& backend, Communicator& comm, std::vector<Parameter*> parameters, ReducerConfig config);
-  ~GradientReducer();
+  ~GradientReducer() override;
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
-  // Listens to the net's backward pass.
+  // Takes the net's steps (its StepHooks) from now on, until this reducer is destroyed: each gradient
+  // as the backward pass finishes it, and synchronize() before the update. The net must outlive it.
   void attach(Net& net);
   // A parameter's gradient is final for this step.
-  void gradient_ready(Parameter& parameter);
+  void gradient_ready(Parameter& parameter) override;
   // Every gradient is averaged over the ranks when this returns. Checks that the backward pass
   // reported every parameter once.
   void synchronize();
+  void gradients_needed() override { synchronize(); }
 
   std::size_t bucket_count() const { return buckets_.size(); }
   // When the last step's backward pass had written every gradient (steady_clock seconds since its
@@ -101,6 +104,7 @@ class GradientReducer {
 
   Backend& backend_;
   Communicator& comm_;
+  Net* attached_ = nullptr;  // the net whose steps this reducer takes (attach())
   ReducerConfig config_;
   std::vector<Bucket> buckets_;
   std::unordered_map<const Parameter*, std::pair<std::size_t, std::size_t>> where_;  // bucket, index

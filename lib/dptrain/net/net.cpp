@@ -1,5 +1,7 @@
 #include "dptrain/net/net.hpp"
 
+#include <algorithm>
+
 #include "dptrain/layers/softmax_cross_entropy.hpp"
 
 namespace dptrain {
@@ -76,11 +78,19 @@ void Net::backward() {
     for (std::size_t n : to_sum) {
       backend_->axpby(1.f, node.input_scratch[n], 1.f, nodes_[static_cast<std::size_t>(node.inputs[n])].grad);
     }
-    if (gradient_ready_) {
-      for (Parameter& p : node.layer->parameters()) gradient_ready_(p);
+    for (StepHooks* hooks : step_hooks_) {
+      for (Parameter& p : node.layer->parameters()) hooks->gradient_ready(p);
     }
   }
 }
+
+void Net::add_step_hooks(StepHooks& hooks) {
+  DPTRAIN_CHECK(std::find(step_hooks_.begin(), step_hooks_.end(), &hooks) == step_hooks_.end(),
+                "Net::add_step_hooks: these hooks are added already");
+  step_hooks_.push_back(&hooks);
+}
+
+void Net::remove_step_hooks(const StepHooks& hooks) { std::erase(step_hooks_, &hooks); }
 
 const Tensor& Net::probabilities() const {
   return static_cast<const SoftmaxCrossEntropy&>(*nodes_[static_cast<std::size_t>(main_loss_)].layer).probabilities();

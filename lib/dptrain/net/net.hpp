@@ -3,13 +3,13 @@
 // Forward runs the nodes in order; backward runs them in reverse, summing the gradients of tensors
 // that feed several layers (an inception module's input), and tells a listener as soon as a layer's
 // parameter gradients are final, which is when the gradient reducer may start sending them.
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "dptrain/layers/layer.hpp"
 #include "dptrain/net/memory_plan.hpp"
+#include "dptrain/net/step_hooks.hpp"
 
 namespace dptrain {
 
@@ -17,8 +17,6 @@ class NetBuilder;
 
 class Net {
  public:
-  using GradientReady = std::function<void(Parameter&)>;
-
   // The images [N,C,H,W] and labels [N] of the next step.
   Tensor& images() { return nodes_[0].output; }
   Tensor& labels() { return nodes_[1].output; }
@@ -37,7 +35,11 @@ class Net {
   // The losses of the next forwards average the batch's first `rows` samples only (the rest pad a
   // short final batch of an evaluation); negative: all of them, as after construction.
   void set_counted_rows(std::int64_t rows);
-  void on_gradient_ready(GradientReady listener) { gradient_ready_ = std::move(listener); }
+  // `hooks` is called at the points of every training step (net/step_hooks.hpp) until removed; it
+  // must outlive the net or be removed first.
+  void add_step_hooks(StepHooks& hooks);
+  void remove_step_hooks(const StepHooks& hooks);
+  const std::vector<StepHooks*>& step_hooks() const { return step_hooks_; }
 
   // The main classifier's probabilities [N, classes] from the latest forward.
   const Tensor& probabilities() const;
@@ -97,7 +99,7 @@ class Net {
   MemoryPlan plan_;
   Tensor arena_;  // the planned activations and gradients
   std::size_t activation_bytes_ = 0;
-  GradientReady gradient_ready_;
+  std::vector<StepHooks*> step_hooks_;
 };
 
 }  // namespace dptrain

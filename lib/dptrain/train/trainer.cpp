@@ -26,8 +26,10 @@ StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
     TraceSpan backward(trace_, TraceEvent::backward);
     net_.backward();
   }
-  if (after_backward_queued_) after_backward_queued_();
-  if (gradient_sync_) gradient_sync_();
+  // The net's step hooks (net/step_hooks.hpp): the next batch's transfer starts while the device
+  // computes, then the gradients are summed over the ranks (distributed::GradientReducer).
+  for (StepHooks* hooks : net_.step_hooks()) hooks->backward_queued();
+  for (StepHooks* hooks : net_.step_hooks()) hooks->gradients_needed();
   const double lr = schedule_.at(step_);
   TraceSpan update(trace_, TraceEvent::optimizer_update);
   const bool apply = scaler_.unscale(net_.backend(), gradients_, step_ + 1);

@@ -2,7 +2,6 @@
 // The training loop of one rank: forward, loss, backward, update. Data comes in through the Net's
 // image and label tensors, filled by the caller (a loader or the synthetic source) before each step.
 #include <cstdint>
-#include <functional>
 #include <memory>
 
 #include "dptrain/core/trace_recorder.hpp"
@@ -40,13 +39,6 @@ class Trainer {
 
   std::int64_t global_step() const { return step_; }
   void set_global_step(std::int64_t step) { step_ = step; }
-  // Called between the backward pass and the update: the distributed trainer averages the
-  // gradients over the ranks here (distributed::GradientReducer::synchronize).
-  void set_gradient_sync(std::function<void()> sync) { gradient_sync_ = std::move(sync); }
-  // Called once the backward pass is queued, before the host waits for anything (the gradient
-  // reduction, the loss scaler's overflow check, the loss): on a GPU the host is free here while the
-  // device computes, so the loop stages the next batch (Backend::InputStager).
-  void set_after_backward_queued(std::function<void()> hook) { after_backward_queued_ = std::move(hook); }
   // Records each step's forward, backward and update there (`dptrain train --trace`); null: nothing.
   void set_trace(TraceRecorder* trace) { trace_ = trace; }
   Sgd& optimizer() { return sgd_; }
@@ -63,7 +55,6 @@ class Trainer {
   LossScaler scaler_;
   std::vector<Tensor*> gradients_;
   std::int64_t step_ = 0;
-  std::function<void()> gradient_sync_, after_backward_queued_;
   TraceRecorder* trace_ = nullptr;
 };
 

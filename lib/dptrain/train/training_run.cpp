@@ -53,6 +53,16 @@ TrainerConfig trainer_config(const TrainingRunConfig& o, int global_batch, std::
 }  // namespace
 
 struct TrainingRun::State {
+  // The next batch is fetched, and its transfer started, once a step's backward pass is queued: on a
+  // GPU the host is free then while the device computes.
+  struct Prefetch final : StepHooks {
+    explicit Prefetch(State& state) : s(state) {}
+    void backward_queued() override {
+      if (s.step + 1 < s.total_steps) s.fetch(s.upcoming);
+    }
+    State& s;
+  };
+
   TrainingRunConfig o;
   std::ostream discard{nullptr};  // the other ranks print nothing
   std::ostream* out = nullptr;
@@ -62,6 +72,7 @@ struct TrainingRun::State {
   std::optional<ckpt::Progress> resume;
   int per_rank_batch = 0, global_batch = 0;
   ModelConfig model;
+  Prefetch prefetch{*this};              // declared before the stack: it outlives the net it is added to
   std::unique_ptr<TrainingStack> stack;  // backend, net, trainer, gradient path
   data::LoaderConfig train_cfg;
   std::unique_ptr<data::Loader> train_loader;
@@ -199,9 +210,7 @@ void TrainingRun::State::start_up() {
   *out << "data: " << train_cfg.threads << " loader thread" << (train_cfg.threads == 1 ? "" : "s") << " per rank"
        << (o.loader_threads > 0 ? "" : " (the cores compute leaves free; --loader-threads to change)")
        << ", samples read by " << train_loader->read_path() << "\n";
-  stack->trainer().set_after_backward_queued([this] {
-    if (step + 1 < total_steps) fetch(upcoming);
-  });
+  stack->net().add_step_hooks(prefetch);
 }
 
 void TrainingRun::State::restore() {

@@ -26,8 +26,7 @@ Trainer& TrainingStack::start_training(const TrainerConfig& config) {
   distributed::Communicator& host = job_.communicator();
   reducer_ = std::make_unique<distributed::GradientReducer>(*backend_, gradient_comm_ ? *gradient_comm_ : host,
                                                             net_->parameters(), job_.reducer_config());
-  reducer_->attach(*net_);
-  trainer_->set_gradient_sync([this] { reducer_->synchronize(); });
+  reducer_->attach(*net_);  // the trainer's steps now sum the gradients through it
   return *trainer_;
 }
 

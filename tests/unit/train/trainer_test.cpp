@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "dptrain/core/philox.hpp"
@@ -171,4 +172,66 @@ TEST_CASE("an evaluation's loss averages only the counted rows of a padded batch
     INFO("valid " << valid);
     CHECK(loss == Approx(expected).epsilon(1e-5));
   }
+}
+
+namespace {
+// Records the calls a step makes to its hooks, as "name" or "gradient:PARAMETER".
+struct RecordingHooks final : StepHooks {
+  RecordingHooks(std::vector<std::string>& into, std::string name) : calls(into), tag(std::move(name)) {}
+  void gradient_ready(Parameter& p) override { calls.push_back(tag + " gradient:" + p.name); }
+  void backward_queued() override { calls.push_back(tag + " backward_queued"); }
+  void gradients_needed() override { calls.push_back(tag + " gradients_needed"); }
+  std::vector<std::string>& calls;
+  std::string tag;
+};
+}  // namespace
+
+TEST_CASE("a step calls its net's hooks: each gradient once, then backward queued, then gradients needed",
+          "[train][hooks]") {
+  auto backend = make_cpu_backend();
+  ModelConfig model;
+  model.batch = 4;
+  model.channels = 1;
+  model.classes = 4;
+  auto net = build_model("lenet", *backend, model);
+  net->initialize(3);
+  TrainerConfig config;
+  config.schedule.kind = ScheduleKind::constant;
+  config.schedule.lr_per_256 = 0.1;
+  config.schedule.global_batch = 4;
+  Trainer trainer(*net, config);
+  std::vector<std::string> calls;
+  RecordingHooks first(calls, "a"), second(calls, "b");
+  net->add_step_hooks(first);
+  net->add_step_hooks(second);
+  CHECK_THROWS_WITH(net->add_step_hooks(first), Catch::Contains("added already"));
+  fill_quadrant_batch(*net, 0);
+  trainer.step(0, 0);
+
+  // Every parameter's gradient reaches every hook once, before the step's two other calls.
+  const std::vector<Parameter*> parameters = net->parameters();
+  const std::size_t gradients = 2 * parameters.size();
+  REQUIRE(calls.size() == gradients + 4);
+  for (const Parameter* p : parameters) {
+    for (const std::string tag : {"a", "b"}) {
+      CHECK(std::count(calls.begin(), calls.begin() + static_cast<std::ptrdiff_t>(gradients),
+                       tag + " gradient:" + p->name) == 1);
+    }
+  }
+  const std::vector<std::string> last(calls.begin() + static_cast<std::ptrdiff_t>(gradients), calls.end());
+  CHECK(last ==
+        std::vector<std::string>{"a backward_queued", "b backward_queued", "a gradients_needed", "b gradients_needed"});
+  // The backward pass runs in reverse: the classifier's gradients come first.
+  const std::string classifier = parameters.back()->name.substr(0, parameters.back()->name.find('/'));
+  CHECK(calls.front().rfind("a gradient:" + classifier + "/", 0) == 0);
+
+  // Removed hooks hear nothing more; an evaluation calls none.
+  net->remove_step_hooks(first);
+  calls.clear();
+  trainer.step(0, 4);
+  CHECK(calls.size() == parameters.size() + 2);
+  CHECK(std::none_of(calls.begin(), calls.end(), [](const std::string& c) { return c.rfind("a ", 0) == 0; }));
+  calls.clear();
+  trainer.evaluate_batch();
+  CHECK(calls.empty());
 }

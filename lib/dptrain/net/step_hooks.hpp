@@ -1,0 +1,25 @@
+#pragma once
+// What other parts of a process run at the points of a training step, registered with the net (Caffe's
+// solver and net callbacks, one interface): the gradient reducer starts a bucket's allreduce as the
+// backward pass finishes its gradients and waits for them before the update; the training run fetches
+// the next batch while the device computes. Each hook does nothing unless overridden. They are called
+// on the step's thread, in the order they were added.
+#include "dptrain/layers/layer.hpp"
+
+namespace dptrain {
+
+class StepHooks {
+ public:
+  virtual ~StepHooks() = default;
+  // Net::backward: `parameter`'s gradient is final for this step (its kernels are queued; the
+  // backward pass goes on).
+  virtual void gradient_ready(Parameter& parameter) { (void)parameter; }
+  // Trainer::step: the backward pass is queued, and the host waits for nothing yet (the gradients'
+  // sum, the loss scaler's check, the loss): on a GPU the host is free here while the device computes.
+  virtual void backward_queued() {}
+  // Trainer::step, before the update: every gradient must hold its final value (summed over the ranks)
+  // when this returns.
+  virtual void gradients_needed() {}
+};
+
+}  // namespace dptrain
