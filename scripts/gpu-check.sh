@@ -18,7 +18,7 @@
 #   `dptrain info`: the CUDA runtime, driver, cuBLAS, cuDNN (found and built with), NCCL (found and
 #   built with) and the GPUs. With no device it stops with "no usable GPU" and the runtime's
 #   cudaError (exit 3).
-# Stage 1 (under 4 minutes): the GPU tests (device; NCCL on one rank; NCCL on two ranks and a rank
+# Stage 1 (under 5 minutes): the GPU tests (device; NCCL on one rank; NCCL on two ranks and a rank
 #   frozen in the GPU allreduce, both under the bundle's own Open MPI mpiexec; CPU/GPU agreement of
 #   every op in fp32, bf16 and fp16, a model step, the same step twice bit for bit; the gradient reducer
 #   with late streams; ResNet-50's stem at batch 512 against the CPU), then `dptrain bench` of

@@ -42,6 +42,8 @@ Backend* gpu(Precision precision) {
 }  // namespace dptrain::gpu_testing
 
 int main(int argc, char** argv) {
+  // Line by line into gpu-check's log files, so a test its time limit kills keeps what it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::string why_not;
   if (!dptrain::cuda::gpu_usable(why_not)) {
     std::printf("SKIP: no usable GPU: %s\n", why_not.c_str());

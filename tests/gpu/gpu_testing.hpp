@@ -3,6 +3,7 @@
 // and compare what comes back. main() (gpu_main.cpp) exits 77 (CTest: skipped) without a usable GPU.
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,5 +51,28 @@ void note_error(Precision precision, double error, double tolerance, const std::
 // One line per precision compared: the error nearest its tolerance, that tolerance and the test and
 // result it was met in ("agreement bf16: nearest its tolerance: error 3.1e-03 (tolerance 1.0e-02) in ...").
 void print_worst_agreement();
+
+// Waits until the backend's compute stream has done everything queued so far (to_host waits for it).
+void finish_compute(Backend& be, const Tensor& any);
+
+// Delays on the backend's compute stream. The backend does not hand out its stream, so work queued
+// through its own ops is the only way to make that stream late, as a backward pass makes it: SGEMMs
+// of 4096^3 (a few ms each on a current GPU), as many as a calibration says `milliseconds` take.
+class ComputeDelay {
+ public:
+  explicit ComputeDelay(Backend& be);
+  // Queues at least `milliseconds` of GEMMs; returns how many.
+  int queue(double milliseconds);
+  double milliseconds_per_gemm() const { return milliseconds_per_gemm_; }
+
+ private:
+  static constexpr std::int64_t kSide = 4096;
+  void gemm() { plan_->forward(x_, w_, b_, y_); }
+
+  Backend& be_;
+  std::unique_ptr<LinearPlan> plan_;
+  Tensor x_, w_, b_, y_;
+  double milliseconds_per_gemm_ = 1;
+};
 
 }  // namespace dptrain::gpu_testing

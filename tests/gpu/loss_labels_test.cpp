@@ -4,6 +4,7 @@
 // backward, and compares with the CPU backend given the same labels.
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,15 +21,20 @@ void set_labels(Tensor& labels, const Tensor& values) { std::memcpy(labels.raw()
 
 // Forward with `forward_labels`, then backward with `backward_labels`, twice over (two steps, the
 // second with `second_step_labels` written into the same host buffer before both passes), on `be`.
+// With `late`, on a GPU, the compute stream is kept busy for 30 ms before the first forward, so that
+// its copy of the labels out of page-locked memory is still queued when the host changes them.
 // Returns both steps' probabilities, loss and logits gradient.
 std::vector<Tensor> two_steps(Backend& be, const SoftmaxCrossEntropySpec& spec, const Tensor& logits,
                               const Tensor& forward_labels, const Tensor& backward_labels,
-                              const Tensor& second_step_labels) {
+                              const Tensor& second_step_labels, bool late = false) {
   auto plan = be.make_softmax_cross_entropy(spec);
+  std::unique_ptr<gpu_testing::ComputeDelay> delay;
+  if (late && !be.device().is_cpu()) delay = std::make_unique<gpu_testing::ComputeDelay>(be);
   Tensor labels = Tensor::empty(Shape{spec.logits[0]}, DType::i32);  // one host buffer, as the net has
   Tensor z = on_activation(be, logits), p1 = be.allocate(spec.logits), loss1 = be.allocate(Shape{1});
   Tensor dz1 = activation(be, spec.logits);
   set_labels(labels, forward_labels);
+  if (delay) delay->queue(30);
   plan->forward(z, labels, p1, loss1, spec.logits[0]);
   set_labels(labels, backward_labels);
   plan->backward(p1, labels, 1.f, dz1);
@@ -57,8 +63,11 @@ TEST_CASE("the loss follows its labels' values when it reuses the forward's devi
                                                     names);
   }
   SECTION("labels changed between the forward and the backward, and in their last sample only") {
+    // The forward's copy is still queued behind 30 ms of GEMMs when the backward's labels arrive: a
+    // backward that overwrote the page-locked labels without waiting for that copy would give the
+    // forward the backward's labels (step 1's loss and probabilities would differ from the CPU's).
     gpu_testing::expect_agreement_in_all_precisions(
-        [&](Backend& be) { return two_steps(be, spec, logits, a, a_but_last, a); }, names);
+        [&](Backend& be) { return two_steps(be, spec, logits, a, a_but_last, a, true); }, names);
   }
   SECTION("a label out of range is refused when it arrives, after valid ones were reused") {
     auto plan = gpu_testing::gpu().make_softmax_cross_entropy(spec);

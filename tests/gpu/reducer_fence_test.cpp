@@ -27,7 +27,6 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -63,9 +62,6 @@ float gradient(int step, std::size_t p, std::int64_t i) {
 }
 float other_rank(int step) { return static_cast<float>(3 + 1000 * step); }
 
-// Waits until the backend's compute stream has done everything queued so far (to_host waits for it).
-void finish_compute(Backend& be, const Tensor& any) { (void)be.to_host(any.slice_samples(0, 1)); }
-
 // A job of two ranks from one GPU: the other rank contributes k to every element. The sum runs on a
 // stream of its own behind a spin, so its result lands late; with `wait` (the Communicator contract)
 // allreduce returns once it has landed.
@@ -80,7 +76,7 @@ class DelayedCommunicator final : public distributed::Communicator {
     DPTRAIN_CHECK(type == ElementType::f32 && op == ReduceOp::sum, "the test communicator only sums f32");
     // Called from the reducer's communication thread, whose current device is its own.
     DPTRAIN_CUDA_CHECK(cudaSetDevice(device_));
-    gpu_testing::spin(stream_.get(), static_cast<std::uint64_t>(kCommunicationMs * 1e6));
+    gpu_testing::spin(stream_.get(), static_cast<std::uint64_t>(spin_ms_ * 1e6));
     gpu_testing::add_constant(static_cast<float*>(data), count, other_.load(), stream_.get());
     ++allreduces_;
     if (wait_) finish();
@@ -90,6 +86,8 @@ class DelayedCommunicator final : public distributed::Communicator {
   void barrier() override {}
 
   void set_other_rank(float k) { other_ = k; }
+  // The spin before each sum (default kCommunicationMs).
+  void set_spin_ms(double milliseconds) { spin_ms_ = milliseconds; }
   int allreduces() const { return allreduces_.load(); }
   // Off: allreduce returns as soon as its work is queued (a broken communicator, for the control).
   void set_wait(bool wait) { wait_ = wait; }
@@ -101,51 +99,26 @@ class DelayedCommunicator final : public distributed::Communicator {
   std::atomic<float> other_{0.f};
   std::atomic<int> allreduces_{0};
   bool wait_ = true;
+  double spin_ms_ = kCommunicationMs;
 };
 
-// Delays on the backend's compute stream. The backend does not hand out its stream, so work queued
-// through its own ops is the only way to make that stream late, as a backward pass makes it: SGEMMs
-// of 4096^3 (a few ms each on a current GPU), as many as a calibration says `milliseconds` take.
-class ComputeDelay {
- public:
-  explicit ComputeDelay(Backend& be) : be_(be) {
-    LinearSpec spec;
-    spec.input = Shape{kSide, kSide};
-    spec.out_features = static_cast<int>(kSide);
-    plan_ = be.make_linear(spec);
-    x_ = be.allocate(spec.input);
-    w_ = be.allocate(linear_weight_shape(spec));
-    b_ = be.allocate(Shape{kSide});
-    y_ = be.allocate(Shape{kSide, kSide});
-    be.fill(x_, 0.5f);
-    be.fill(w_, 0.25f);
-    be.fill(b_, 0.f);
-    gemm();  // cuBLAS's first call loads its kernels
-    finish_compute(be_, b_);
-    constexpr int kTimed = 5;
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kTimed; ++i) gemm();
-    finish_compute(be_, b_);
-    milliseconds_per_gemm_ =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kTimed;
-  }
-  // Queues at least `milliseconds` of GEMMs; returns how many.
-  int queue(double milliseconds) {
-    const int gemms = std::max(1, static_cast<int>(std::ceil(milliseconds / milliseconds_per_gemm_)));
-    for (int i = 0; i < gemms; ++i) gemm();
-    return gemms;
-  }
-  double milliseconds_per_gemm() const { return milliseconds_per_gemm_; }
-
- private:
-  static constexpr std::int64_t kSide = 4096;
-  void gemm() { plan_->forward(x_, w_, b_, y_); }
-
-  Backend& be_;
-  std::unique_ptr<LinearPlan> plan_;
-  Tensor x_, w_, b_, y_;
-  double milliseconds_per_gemm_ = 1;
-};
+// CUDA loads a kernel at its first launch (lazy loading: dptrain leaves CUDA_MODULE_LOADING to the
+// user), and a load may wait for the device to drain. A first launch between a delay and what it must
+// delay would then close the race the test opens: every kernel the steps use is launched once here,
+// while the GPU is idle (fill, copy, axpby, the SGD update, the fence's event, the spin and the sum).
+void load_kernels(Backend& be, DelayedCommunicator& comm) {
+  Tensor a = be.allocate(Shape{1024}), b = be.allocate(Shape{1024}), v = be.allocate(Shape{1024});
+  be.fill(a, 0.f);
+  be.fill(b, 0.f);
+  be.fill(v, 0.f);
+  be.copy(a, b);
+  be.axpby(0.5f, a, 0.f, b);
+  be.sgd_update(a, b, v, SgdHyper{1.f, 0.f, 0.f, false});
+  be.fence()->wait();
+  comm.set_other_rank(0.f);
+  comm.allreduce(b.raw(), 1024, ElementType::f32, ReduceOp::sum);
+  gpu_testing::finish_compute(be, b);
+}
 
 // How many elements of host tensor `actual` differ from `expected(i)`, and the first of them described
 // with what each wrong order would have given.
@@ -170,8 +143,9 @@ void count_mismatches(const Tensor& actual, Expected expected, const std::string
 TEST_CASE("gradient reducer on a GPU: late writes of the backward pass and late sums are seen in order",
           "[gpu][reducer]") {
   Backend& be = gpu_testing::gpu();
-  ComputeDelay delay(be);
+  gpu_testing::ComputeDelay delay(be);
   DelayedCommunicator comm;
+  load_kernels(be, comm);
   std::vector<Parameter> parameters;
   for (std::size_t p = 0; p < kSizes.size(); ++p) {
     const Shape shape{kSizes[p]};
@@ -190,6 +164,7 @@ TEST_CASE("gradient reducer on a GPU: late writes of the backward pass and late 
   std::vector<Tensor> velocity;
   for (const Parameter& p : parameters) velocity.push_back(be.allocate(p.value.shape()));
   int gemms = 0;
+  std::int64_t wrong_weights = 0;
   for (int step = 0; step < kSteps; ++step) {
     INFO("step " << step << " (" << (step == 0 ? "warm-up: buckets reduced in synchronize()" : "overlapped") << ")");
     CHECK(reducer.overlapping() == (step > 0));
@@ -201,7 +176,7 @@ TEST_CASE("gradient reducer on a GPU: late writes of the backward pass and late 
       for (std::int64_t i = 0; i < kSizes[p]; ++i) host.data<float>()[i] = gradient(step, p, i);
       sources.push_back(on(be, host));
     }
-    finish_compute(be, sources[0]);
+    gpu_testing::finish_compute(be, sources[0]);
     comm.set_other_rank(other_rank(step));
     const int allreduces_before = comm.allreduces();
     // The backward pass: the last layers first, each gradient written behind its layer's kernels.
@@ -229,18 +204,22 @@ TEST_CASE("gradient reducer on a GPU: late writes of the backward pass and late 
     }
     INFO(wrong.first);
     CHECK(wrong.count == 0);
+    wrong_weights += wrong.count;
   }
+  // gpu-check copies this line into its summary: it says "exact" only when every weight was.
   std::printf(
       "reducer fence: %zu buckets, %d steps, %d GEMMs (%.1f ms each) before each gradient's write, "
-      "%.0f ms spin before each sum: every weight exact\n",
-      reducer.bucket_count(), kSteps, gemms, delay.milliseconds_per_gemm(), kCommunicationMs);
+      "%.0f ms spin before each sum: %s\n",
+      reducer.bucket_count(), kSteps, gemms, delay.milliseconds_per_gemm(), kCommunicationMs,
+      wrong_weights == 0 ? "every weight exact" : "WRONG weights (see the failures above)");
 }
 
 TEST_CASE("gradient reducer on a GPU: the same delays make a missing fence and a missing wait visible",
           "[gpu][reducer]") {
   Backend& be = gpu_testing::gpu();
-  ComputeDelay delay(be);
+  gpu_testing::ComputeDelay delay(be);
   DelayedCommunicator comm;
+  load_kernels(be, comm);
   constexpr std::int64_t n = 300000;
   constexpr float k = 7.f;
   comm.set_other_rank(k);
@@ -250,7 +229,7 @@ TEST_CASE("gradient reducer on a GPU: the same delays make a missing fence and a
   Tensor bucket = be.allocate(Shape{n});
   const auto start_over = [&] {
     be.fill(bucket, -1.f);
-    finish_compute(be, bucket);
+    gpu_testing::finish_compute(be, bucket);
   };
   auto* data = static_cast<float*>(bucket.raw());
   const auto sum = [&](std::int64_t i) { return gradient(1, 0, i) + k; };
@@ -279,23 +258,31 @@ TEST_CASE("gradient reducer on a GPU: the same delays make a missing fence and a
   // 3. A communicator that returns before its sum has landed, then the mean: it must be wrong.
   start_over();
   be.copy(source, bucket);
-  finish_compute(be, bucket);
+  gpu_testing::finish_compute(be, bucket);
   comm.set_wait(false);
+  // A longer spin than the steps': the host queues the mean well before the sum lands, even if this
+  // thread is descheduled for a few ms between the two.
+  comm.set_spin_ms(40);
   comm.allreduce(data, n, ElementType::f32, ReduceOp::sum);
   be.axpby(0.5f, bucket, 0.f, bucket);
   const Tensor early = be.to_host(bucket);
   comm.finish();
   comm.set_wait(true);
+  comm.set_spin_ms(kCommunicationMs);
   Mismatches no_wait;
   count_mismatches(
       early, [&](std::int64_t i) { return sum(i) / 2.f; }, "without the wait", no_wait);
   INFO("the mean read after an unfinished sum was right: the communication delay does not open the race here");
   CHECK(no_wait.count > 0);
+  // gpu-check copies this line into its summary: "as expected" only when the controls saw the races
+  // and the fenced run was right.
+  const bool as_expected = no_fence.count > 0 && no_wait.count > 0 && fenced.count == 0;
   std::printf(
       "reducer fence controls: without the fence %lld of %lld sums lost, without the wait %lld of %lld "
-      "means wrong, with both none\n",
+      "means wrong, with the fence %lld wrong: %s\n",
       static_cast<long long>(no_fence.count), static_cast<long long>(n), static_cast<long long>(no_wait.count),
-      static_cast<long long>(n));
+      static_cast<long long>(n), static_cast<long long>(fenced.count),
+      as_expected ? "as expected" : "NOT as expected (see the failures above)");
 }
 
 }  // namespace dptrain

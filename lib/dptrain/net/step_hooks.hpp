@@ -3,7 +3,7 @@
 // solver and net callbacks, one interface): the gradient reducer starts a bucket's allreduce as the
 // backward pass finishes its gradients and waits for them before the update; the training run fetches
 // the next batch while the device computes. Each hook does nothing unless overridden. They are called
-// on the step's thread, in the order they were added.
+// on the step's thread, in the order they were added; a hook must not add or remove hooks.
 #include "dptrain/layers/layer.hpp"
 
 namespace dptrain {

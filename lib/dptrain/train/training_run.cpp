@@ -72,6 +72,9 @@ struct TrainingRun::State {
   std::optional<ckpt::Progress> resume;
   int per_rank_batch = 0, global_batch = 0;
   ModelConfig model;
+  // --trace; null without it. Declared before the stack: the reducer's thread may still write to it
+  // while the stack goes (a step that threw with buckets in flight).
+  std::unique_ptr<TraceRecorder> trace;
   Prefetch prefetch{*this};              // declared before the stack: it outlives the net it is added to
   std::unique_ptr<TrainingStack> stack;  // backend, net, trainer, gradient path
   data::LoaderConfig train_cfg;
@@ -90,7 +93,6 @@ struct TrainingRun::State {
   double wait = 0;      // seconds this step waited for the loader
   int throttle_ms = 0;  // DPTRAIN_TEST_THROTTLE: a straggler made on purpose (tests)
   data::Batch batch, upcoming;
-  std::unique_ptr<TraceRecorder> trace;  // --trace; null without it
   bool trace_written = false;
 
   void start_up();

@@ -63,6 +63,7 @@ class KernelSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
       check_device_tensor(*ctx_, labels, Shape{spec_.logits[0]}, spec_.who, "labels", DType::i32);
       return static_cast<const std::int32_t*>(labels.raw());
     }
+    if (labels.bytes() == 0) return static_cast<const std::int32_t*>(labels_.raw());  // an empty batch
     const std::int32_t* label = labels.data<std::int32_t>();
     // Only the device reads the page-locked copy, so the host may compare with it at any time.
     if (labels_on_device_ && std::memcmp(pinned_labels_.data(), label, labels.bytes()) == 0) {
@@ -75,6 +76,7 @@ class KernelSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
     // The previous copy out of the page-locked buffer must be over before it is overwritten; it was
     // queued a step ago, so this wait is normally satisfied already.
     labels_copied_.synchronize();
+    labels_on_device_ = false;  // until the copy below is queued (a failed one leaves nothing to reuse)
     std::memcpy(pinned_labels_.data(), label, labels.bytes());
     DPTRAIN_CUDA_CHECK(
         cudaMemcpyAsync(labels_.raw(), pinned_labels_.data(), labels.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
