@@ -8,6 +8,8 @@
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <iterator>
+#include <string_view>
 #include <vector>
 
 #include "gpu/gpu_testing.hpp"
@@ -15,6 +17,22 @@
 
 namespace dptrain {
 namespace {
+// The ops this binary compares, each in a TEST_CASE tagged with its name (batch norm in
+// batch_norm_test.cpp). Every op of DPTRAIN_BACKEND_OPS (backend.hpp) must be among them: the
+// compiler checks it, so an op cannot join the list without a CPU/GPU agreement case.
+constexpr std::string_view kComparedOps[] = {
+    "convolution", "pooling", "batch_norm", "relu", "lrn", "concat", "linear", "softmax_cross_entropy", "dropout"};
+#define DPTRAIN_OP_NAME(name, Plan, params, args) std::string_view(#name),
+constexpr std::string_view kBackendOps[] = {DPTRAIN_BACKEND_OPS(DPTRAIN_OP_NAME)};
+#undef DPTRAIN_OP_NAME
+constexpr bool every_op_compared() {
+  for (const std::string_view op : kBackendOps) {
+    if (std::find(std::begin(kComparedOps), std::end(kComparedOps), op) == std::end(kComparedOps)) return false;
+  }
+  return true;
+}
+static_assert(every_op_compared(), "an op of DPTRAIN_BACKEND_OPS has no CPU/GPU agreement case: add one here");
+
 using gpu_testing::activation;
 using gpu_testing::expect_agreement_in_all_precisions;
 using gpu_testing::on;

@@ -8,12 +8,13 @@
 //
 // Adding an op touches these places (and no others):
 //   1. backend/specs.hpp, specs.cpp: its spec struct and output-shape function.
-//   2. here: its Plan class and Backend::make_<op>.
-//   3. backend/cpu/<op>.cpp (the oneDNN or host plan), its factory in cpu/plans.hpp, the forwarding
-//      line in cpu/onednn_backend.cpp, the source in lib/CMakeLists.txt.
-//   4. backend/cuda/<op>.cpp (and a kernel in a .cu file if needed), its factory in cuda/plans.hpp,
-//      the forwarding line in cuda/cuda_backend.cpp, the source in cuda/CMakeLists.txt.
-//   5. layers/<op>.hpp, .cpp (and DPTRAIN_LAYER_SOURCES in lib/CMakeLists.txt): shapes, parameters, and
+//   2. here: its Plan class and its line in DPTRAIN_BACKEND_OPS (Backend::make_<op>, both backends'
+//      factory declarations and forwarders come from that line).
+//   3. backend/cpu/<op>.cpp (the oneDNN or host plan, and its factory cpu::make_<op>), the source in
+//      lib/CMakeLists.txt.
+//   4. backend/cuda/<op>.cpp (and a kernel in a .cu file if needed, and its factory cuda::make_<op>),
+//      the source in cuda/CMakeLists.txt.
+//   5. layers/<op>.hpp, .cpp (and the source in lib/CMakeLists.txt): shapes, parameters, and
 //      what its backward reads (backward_reads_input / backward_reads_output, runs_in_place,
 //      saved_state_bytes): the memory planner frees activations by them, so an under-declared read is
 //      a wrong gradient. The defaults keep everything, which is safe.
@@ -131,6 +132,25 @@ class InputStager {
   virtual void finish(Tensor& images) = 0;
 };
 
+// Every op a backend hands out, once: X(name, Plan, (parameters), (arguments)). Backend::make_<name>,
+// both backends' factory declarations (cpu/plans.hpp, cuda/plans.hpp: make_<name>(context,
+// parameters...)) and their make_<name> overrides are generated from it, and the GPU agreement test
+// checks at compile time that it has a case for each. A backend that lacks a factory fails to link, and
+// one whose class lacks an override cannot be instantiated.
+#define DPTRAIN_BACKEND_OPS(X)                                                                             \
+  X(convolution, ConvolutionPlan, (const ConvolutionSpec& spec), (spec))                                   \
+  X(pooling, PoolingPlan, (const PoolingSpec& spec), (spec))                                               \
+  X(batch_norm, BatchNormPlan, (const BatchNormSpec& spec), (spec))                                        \
+  X(relu, ReluPlan, (const Shape& shape, const std::string& who = "relu"), (shape, who))                   \
+  X(lrn, LrnPlan, (const LrnSpec& spec), (spec))                                                           \
+  X(concat, ConcatPlan, (std::span<const Shape> inputs, const std::string& who = "concat"), (inputs, who)) \
+  X(linear, LinearPlan, (const LinearSpec& spec), (spec))                                                  \
+  X(softmax_cross_entropy, SoftmaxCrossEntropyPlan, (const SoftmaxCrossEntropySpec& spec), (spec))         \
+  X(dropout, DropoutPlan, (const DropoutSpec& spec), (spec))
+
+// The parameter list of an op without its parentheses, for a factory that takes a context first.
+#define DPTRAIN_OP_PARAMETERS(...) __VA_ARGS__
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -139,15 +159,10 @@ class Backend {
   // The arithmetic of activations (allocate_activation's element type); parameters stay f32.
   virtual Precision precision() const { return Precision::fp32; }
 
-  virtual std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec&) = 0;
-  virtual std::unique_ptr<PoolingPlan> make_pooling(const PoolingSpec&) = 0;
-  virtual std::unique_ptr<BatchNormPlan> make_batch_norm(const BatchNormSpec&) = 0;
-  virtual std::unique_ptr<ReluPlan> make_relu(const Shape& shape, const std::string& who = "relu") = 0;
-  virtual std::unique_ptr<LrnPlan> make_lrn(const LrnSpec&) = 0;
-  virtual std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> inputs, const std::string& who = "concat") = 0;
-  virtual std::unique_ptr<LinearPlan> make_linear(const LinearSpec&) = 0;
-  virtual std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec&) = 0;
-  virtual std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec&) = 0;
+  // make_<op> for every op of DPTRAIN_BACKEND_OPS.
+#define DPTRAIN_DECLARE_MAKE(name, Plan, params, args) virtual std::unique_ptr<Plan> make_##name params = 0;
+  DPTRAIN_BACKEND_OPS(DPTRAIN_DECLARE_MAKE)
+#undef DPTRAIN_DECLARE_MAKE
 
   // Memory on this backend's device, plain layout.
   virtual Tensor allocate(Shape shape, DType dtype = DType::f32) = 0;

@@ -67,6 +67,8 @@ class HostDropout final : public DropoutPlan {
 };
 }  // namespace
 
-std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& spec) { return std::make_unique<HostDropout>(spec); }
+std::unique_ptr<DropoutPlan> make_dropout(DnnlContextPtr /*ctx: a host plan*/, const DropoutSpec& spec) {
+  return std::make_unique<HostDropout>(spec);
+}
 
 }  // namespace dptrain::cpu

@@ -82,25 +82,11 @@ class OneDnnBackend final : public Backend {
   std::string name() const override { return "cpu (oneDNN)"; }
   Device device() const override { return Device::cpu(); }
 
-  std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec& s) override {
-    return cpu::make_convolution(ctx_, s);
-  }
-  std::unique_ptr<PoolingPlan> make_pooling(const PoolingSpec& s) override { return cpu::make_pooling(ctx_, s); }
-  std::unique_ptr<BatchNormPlan> make_batch_norm(const BatchNormSpec& s) override {
-    return cpu::make_batch_norm(ctx_, s);
-  }
-  std::unique_ptr<ReluPlan> make_relu(const Shape& s, const std::string& who) override {
-    return cpu::make_relu(ctx_, s, who);
-  }
-  std::unique_ptr<LrnPlan> make_lrn(const LrnSpec& s) override { return cpu::make_lrn(ctx_, s); }
-  std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> s, const std::string& who) override {
-    return cpu::make_concat(ctx_, s, who);
-  }
-  std::unique_ptr<LinearPlan> make_linear(const LinearSpec& s) override { return cpu::make_linear(ctx_, s); }
-  std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& s) override {
-    return cpu::make_softmax_cross_entropy(s);
-  }
-  std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& s) override { return cpu::make_dropout(s); }
+  // make_<op> for every op of DPTRAIN_BACKEND_OPS: this backend's factory of that op.
+#define DPTRAIN_FORWARD_MAKE(name, Plan, params, args) \
+  std::unique_ptr<Plan> make_##name params override { return cpu::make_##name(ctx_, DPTRAIN_OP_PARAMETERS args); }
+  DPTRAIN_BACKEND_OPS(DPTRAIN_FORWARD_MAKE)
+#undef DPTRAIN_FORWARD_MAKE
 
   Tensor allocate(Shape shape, DType dtype) override { return Tensor::empty(std::move(shape), dtype); }
   Tensor allocate_zeros(Shape shape, DType dtype) override { return Tensor::zeros(std::move(shape), dtype); }

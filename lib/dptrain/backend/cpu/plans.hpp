@@ -5,14 +5,10 @@
 
 namespace dptrain::cpu {
 
-std::unique_ptr<ConvolutionPlan> make_convolution(DnnlContextPtr ctx, const ConvolutionSpec& spec);
-std::unique_ptr<PoolingPlan> make_pooling(DnnlContextPtr ctx, const PoolingSpec& spec);
-std::unique_ptr<BatchNormPlan> make_batch_norm(DnnlContextPtr ctx, const BatchNormSpec& spec);
-std::unique_ptr<ReluPlan> make_relu(DnnlContextPtr ctx, const Shape& shape, const std::string& who);
-std::unique_ptr<LrnPlan> make_lrn(DnnlContextPtr ctx, const LrnSpec& spec);
-std::unique_ptr<LinearPlan> make_linear(DnnlContextPtr ctx, const LinearSpec& spec);
-std::unique_ptr<ConcatPlan> make_concat(DnnlContextPtr ctx, std::span<const Shape> inputs, const std::string& who);
-std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& spec);
-std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& spec);
+// make_<op>(context, parameters...) for every op of DPTRAIN_BACKEND_OPS (backend.hpp).
+#define DPTRAIN_DECLARE_CPU_FACTORY(name, Plan, params, args) \
+  std::unique_ptr<Plan> make_##name(DnnlContextPtr ctx, DPTRAIN_OP_PARAMETERS params);
+DPTRAIN_BACKEND_OPS(DPTRAIN_DECLARE_CPU_FACTORY)
+#undef DPTRAIN_DECLARE_CPU_FACTORY
 
 }  // namespace dptrain::cpu

@@ -79,7 +79,8 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
 };
 }  // namespace
 
-std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& spec) {
+std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(DnnlContextPtr /*ctx: a host plan*/,
+                                                                    const SoftmaxCrossEntropySpec& spec) {
   return std::make_unique<HostSoftmaxCrossEntropy>(spec);
 }
 

@@ -57,25 +57,11 @@ class CudaBackend final : public Backend {
   Device device() const override { return Device::cuda(ctx_->device()); }
   Precision precision() const override { return precision_; }
 
-  std::unique_ptr<ConvolutionPlan> make_convolution(const ConvolutionSpec& s) override {
-    return cuda::make_convolution(ctx_, s);
-  }
-  std::unique_ptr<PoolingPlan> make_pooling(const PoolingSpec& s) override { return cuda::make_pooling(ctx_, s); }
-  std::unique_ptr<BatchNormPlan> make_batch_norm(const BatchNormSpec& s) override {
-    return cuda::make_batch_norm(ctx_, s);
-  }
-  std::unique_ptr<ReluPlan> make_relu(const Shape& s, const std::string& who) override {
-    return cuda::make_relu(ctx_, s, who);
-  }
-  std::unique_ptr<LrnPlan> make_lrn(const LrnSpec& s) override { return cuda::make_lrn(ctx_, s); }
-  std::unique_ptr<ConcatPlan> make_concat(std::span<const Shape> s, const std::string& who) override {
-    return cuda::make_concat(ctx_, s, who);
-  }
-  std::unique_ptr<LinearPlan> make_linear(const LinearSpec& s) override { return cuda::make_linear(ctx_, s); }
-  std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(const SoftmaxCrossEntropySpec& s) override {
-    return cuda::make_softmax_cross_entropy(ctx_, s);
-  }
-  std::unique_ptr<DropoutPlan> make_dropout(const DropoutSpec& s) override { return cuda::make_dropout(ctx_, s); }
+  // make_<op> for every op of DPTRAIN_BACKEND_OPS: this backend's factory of that op.
+#define DPTRAIN_FORWARD_MAKE(name, Plan, params, args) \
+  std::unique_ptr<Plan> make_##name params override { return cuda::make_##name(ctx_, DPTRAIN_OP_PARAMETERS args); }
+  DPTRAIN_BACKEND_OPS(DPTRAIN_FORWARD_MAKE)
+#undef DPTRAIN_FORWARD_MAKE
 
   Tensor allocate(Shape shape, DType dtype) override { return ctx_->allocate(shape, dtype); }
   Tensor allocate_activation(Shape shape) override { return ctx_->allocate(shape, ctx_->activation_dtype()); }

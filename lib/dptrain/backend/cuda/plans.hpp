@@ -5,15 +5,10 @@
 
 namespace dptrain::cuda {
 
-std::unique_ptr<ConvolutionPlan> make_convolution(CudaContextPtr ctx, const ConvolutionSpec& spec);
-std::unique_ptr<PoolingPlan> make_pooling(CudaContextPtr ctx, const PoolingSpec& spec);
-std::unique_ptr<BatchNormPlan> make_batch_norm(CudaContextPtr ctx, const BatchNormSpec& spec);
-std::unique_ptr<ReluPlan> make_relu(CudaContextPtr ctx, const Shape& shape, const std::string& who);
-std::unique_ptr<LrnPlan> make_lrn(CudaContextPtr ctx, const LrnSpec& spec);
-std::unique_ptr<LinearPlan> make_linear(CudaContextPtr ctx, const LinearSpec& spec);
-std::unique_ptr<ConcatPlan> make_concat(CudaContextPtr ctx, std::span<const Shape> inputs, const std::string& who);
-std::unique_ptr<SoftmaxCrossEntropyPlan> make_softmax_cross_entropy(CudaContextPtr ctx,
-                                                                    const SoftmaxCrossEntropySpec& spec);
-std::unique_ptr<DropoutPlan> make_dropout(CudaContextPtr ctx, const DropoutSpec& spec);
+// make_<op>(context, parameters...) for every op of DPTRAIN_BACKEND_OPS (backend.hpp).
+#define DPTRAIN_DECLARE_CUDA_FACTORY(name, Plan, params, args) \
+  std::unique_ptr<Plan> make_##name(CudaContextPtr ctx, DPTRAIN_OP_PARAMETERS params);
+DPTRAIN_BACKEND_OPS(DPTRAIN_DECLARE_CUDA_FACTORY)
+#undef DPTRAIN_DECLARE_CUDA_FACTORY
 
 }  // namespace dptrain::cuda
