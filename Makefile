@@ -9,7 +9,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD_DIR := build/$(PRESET)
 DPTRAIN := $(BUILD_DIR)/app/dptrain
 
-.PHONY: all deps configure build demo test test-asan test-tsan build-cuda format format-check clean
+.PHONY: all deps configure build demo test test-asan test-tsan build-cuda format format-check tidy clean
 
 all: build
 
@@ -56,6 +56,9 @@ format:
 
 format-check:
 	@bash scripts/format.sh --check
+
+tidy: configure
+	@bash scripts/tidy.sh $(BUILD_DIR)
 
 clean:
 	rm -rf build

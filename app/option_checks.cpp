@@ -18,7 +18,7 @@ std::string number(double x) {
 // A validator that parses the value as a finite double and hands it to `ok`, which returns what the
 // value must be ("at least 1"), empty when it is fine.
 CLI::Validator numeric(std::string description, std::function<bool(double)> ok) {
-  const std::string must = description;
+  const std::string& must = description;
   return CLI::Validator(
       [must, ok](std::string& value) -> std::string {
         char* end = nullptr;

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 # Debian packages, grouped by why we need them.
-build_pkgs=(cmake g++ make pkg-config clang-format ccache)  # clang-format: the style_format test; ccache: repeated builds
+build_pkgs=(cmake g++ make pkg-config clang-format clang-tidy ccache)  # clang-format, clang-tidy: the style tests; ccache: repeated builds
 lib_pkgs=(libdnnl-dev libopenmpi-dev openmpi-bin libhdf5-dev hdf5-tools libcli11-dev catch2 libturbojpeg0-dev
           libjpeg62-turbo-dev
           nlohmann-json3-dev zlib1g-dev)

@@ -12,7 +12,8 @@
 
 // An AVX2 and a default version, chosen at load time. Not in a ThreadSanitizer build: the ifunc
 // resolver runs before TSan's runtime is up, and its instrumented code crashes the program at load.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+// Not under Clang either: Clang 14 does not clone function templates.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define DPTRAIN_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define DPTRAIN_AVX2_CLONES
