@@ -4,6 +4,7 @@
 #include <array>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <vector>
 
 #include "dptrain/core/error.hpp"
@@ -145,12 +146,15 @@ void TrainingLog::check_stragglers(std::int64_t step) {
   for (const int r : find_stragglers(compute)) {
     const std::string node = static_cast<std::size_t>(r) < nodes_.size() ? nodes_[static_cast<std::size_t>(r)] : "?";
     const double c = compute[static_cast<std::size_t>(r)];
-    std::cerr << "dptrain: warning: rank " << r << " (node " << node << ") computed " << std::fixed
-              << std::setprecision(0) << 100.0 * (c / middle - 1) << "% longer than the median rank over the last "
-              << window << " steps (" << std::setprecision(1) << 1e3 * c << " ms against " << 1e3 * middle
-              << " ms a step, before waiting for gradients): every rank waits for it at every allreduce; look at "
-              << "that node's GPU clocks and temperature (nvidia-smi -q -d PERFORMANCE) and at what else runs there\n"
-              << std::defaultfloat;
+    // Built whole, then written in one piece: written piece by piece, stderr (unbuffered, tied to the
+    // log's stdout) interleaved it with the step lines in a log that takes both.
+    std::ostringstream warning;
+    warning << "dptrain: warning: rank " << r << " (node " << node << ") computed " << std::fixed
+            << std::setprecision(0) << 100.0 * (c / middle - 1) << "% longer than the median rank over the last "
+            << window << " steps (" << std::setprecision(1) << 1e3 * c << " ms against " << 1e3 * middle
+            << " ms a step, before waiting for gradients): every rank waits for it at every allreduce; look at "
+            << "that node's GPU clocks and temperature (nvidia-smi -q -d PERFORMANCE) and at what else runs there\n";
+    std::cerr << warning.str() << std::flush;
     if (metrics_.is_open()) {
       JsonLine j(metrics_);
       j.field("type", "straggler").field("step", step).field("rank", static_cast<std::int64_t>(r)).field("node", node);
