@@ -57,15 +57,7 @@ real=$(DPTRAIN_BIN=$dptrain bash "$repo/slurm/submit.sh" --nodes 2 --gpus-per-no
          --data "$data" --steps "$real_steps" --batch-size 16 --log-every 500 --checkpoint-every 100 \
          --run-dir "$work/real" --preflight off) || fail "submit.sh failed (real)"
 wait_file "$work/real/checkpoints/ckpt-000000100.h5" 150 "$work/real-*.out"
-victim=""
-for file in /proc/[0-9]*/environ; do  # a builtin read per process, no fork: the scan must be quick
-  pid=${file#/proc/}
-  pid=${pid%/environ}
-  comm=""
-  { read -r comm < "/proc/$pid/comm"; } 2>/dev/null
-  [[ $comm == dptrain ]] || continue
-  grep -qzx "SLURM_JOB_ID=$real" "$file" 2>/dev/null && grep -qzx "SLURM_PROCID=1" "$file" 2>/dev/null && victim=$pid
-done
+victim=$(job_ranks "$real" SLURM_PROCID=1 | head -n 1)
 [[ -n $victim ]] || fail "found no rank 1 of job $real"
 kill -SEGV "$victim" || fail "could not signal rank 1 ($victim)"
 state=$(wait_job "$real" 150)

@@ -20,6 +20,21 @@ job_field() {  # job_field JOB FIELD: a field of `scontrol show job`
   scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -n 1
 }
 
+# job_ranks JOB VAR=VALUE: the pids of JOB's dptrain ranks whose environment holds VAR=VALUE (e.g.
+# SLURMD_NODENAME=node2, SLURM_PROCID=1), one a line. A builtin read per process, no fork: the scan
+# must end well before the job's next few hundred steps.
+job_ranks() {
+  local file pid comm
+  for file in /proc/[0-9]*/environ; do
+    pid=${file#/proc/}
+    pid=${pid%/environ}
+    comm=""
+    { read -r comm < "/proc/$pid/comm"; } 2>/dev/null
+    [[ $comm == dptrain ]] || continue
+    grep -qzx "SLURM_JOB_ID=$1" "$file" 2>/dev/null && grep -qzx "$2" "$file" 2>/dev/null && echo "$pid"
+  done
+}
+
 # wait_file FILE SECONDS LOGS: waits until FILE exists; fails after SECONDS, showing the logs that
 # the pattern LOGS (a quoted glob, expanded then) names.
 wait_file() {

@@ -43,20 +43,7 @@ cp "$first" "$work/early.h5" 2>/dev/null || true  # a checkpoint the job removes
 mapfile -t job_nodes < <(scontrol show hostnames "$(job_field "$job" NodeList)")
 (( ${#job_nodes[@]} == 2 )) || fail "the job runs on ${job_nodes[*]}, not 2 nodes"
 victim=${job_nodes[1]}
-# The job's ranks on the victim node: dptrain processes whose environment names that node.
-# A builtin read per process, no fork: the scan must end well before the job's next few hundred steps.
-ranks_on() {
-  local file pid comm
-  for file in /proc/[0-9]*/environ; do
-    pid=${file#/proc/}
-    pid=${pid%/environ}
-    comm=""
-    { read -r comm < "/proc/$pid/comm"; } 2>/dev/null
-    [[ $comm == dptrain ]] || continue
-    grep -qzx "SLURMD_NODENAME=$1" "$file" 2>/dev/null && grep -qzx "SLURM_JOB_ID=$job" "$file" 2>/dev/null && echo "$pid"
-  done
-}
-mapfile -t victims < <(ranks_on "$victim")
+mapfile -t victims < <(job_ranks "$job" "SLURMD_NODENAME=$victim")
 (( ${#victims[@]} == 2 )) || fail "expected 2 ranks of job $job on $victim, found ${#victims[@]}"
 slurmd_pid=$state/run/slurmd-$victim.pid
 # Whatever happens, the victim's slurmd runs again when this test ends: later tests need the node.

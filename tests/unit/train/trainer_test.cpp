@@ -32,16 +32,22 @@ void fill_quadrant_batch(Net& net, std::int64_t first_sample) {
       for (int x = x0; x < x0 + 7; ++x) px[y * 28 + x] += 1.f;
   }
 }
+
+// LeNet for the quadrant problem above (28x28x1, 4 classes), initialised from `seed`.
+std::unique_ptr<Net> quadrant_lenet(Backend& backend, int batch, std::uint64_t seed) {
+  ModelConfig model;
+  model.batch = batch;
+  model.channels = 1;
+  model.classes = 4;
+  auto net = build_model("lenet", backend, model);
+  net->initialize(seed);
+  return net;
+}
 }  // namespace
 
 TEST_CASE("lenet learns a small synthetic problem", "[train]") {
   auto backend = make_cpu_backend();
-  ModelConfig model;
-  model.batch = 16;
-  model.channels = 1;
-  model.classes = 4;
-  auto net = build_model("lenet", *backend, model);
-  net->initialize(11);
+  auto net = quadrant_lenet(*backend, 16, 11);
   TrainerConfig config;
   config.seed = 11;
   config.schedule.kind = ScheduleKind::constant;
@@ -189,12 +195,7 @@ struct RecordingHooks final : StepHooks {
 TEST_CASE("a step calls its net's hooks: each gradient once, then backward queued, then gradients needed",
           "[train][hooks]") {
   auto backend = make_cpu_backend();
-  ModelConfig model;
-  model.batch = 4;
-  model.channels = 1;
-  model.classes = 4;
-  auto net = build_model("lenet", *backend, model);
-  net->initialize(3);
+  auto net = quadrant_lenet(*backend, 4, 3);
   TrainerConfig config;
   config.schedule.kind = ScheduleKind::constant;
   config.schedule.lr_per_256 = 0.1;
