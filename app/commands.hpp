@@ -2,6 +2,9 @@
 // Each subcommand registers its options on the CLI11 app and returns the function that runs it.
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <vector>
+
+#include "dptrain/net/step_hooks.hpp"
 
 namespace dptrain::app {
 
@@ -11,7 +14,8 @@ Command add_info_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_data_command(CLI::App& app);
-Command add_train_command(CLI::App& app);
+// `step_hooks`: added to every run's net (command_line.hpp).
+Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks);
 Command add_eval_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_plot_command(CLI::App& app);

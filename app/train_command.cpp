@@ -13,7 +13,7 @@
 
 namespace dptrain::app {
 
-Command add_train_command(CLI::App& app) {
+Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
   auto* cmd = app.add_subcommand("train",
                                  "Train a model from a dataset directory (HDF5 shards + manifest.json), "
                                  "on one process or many (srun, mpiexec)");
@@ -127,7 +127,11 @@ Command add_train_command(CLI::App& app) {
                   "Create this file once every rank catches the --preempt-signal and TERM "
                   "(checkpoint and exit 75); slurm/train.sbatch holds back an earlier signal")
       ->group(group);
-  return [o] { return TrainingRun(*o, std::cout).run(); };
+  return [o, step_hooks] {
+    TrainingRun run(*o, std::cout);
+    for (StepHooks* hooks : step_hooks) run.net().add_step_hooks(*hooks);
+    return run.run();
+  };
 }
 
 }  // namespace dptrain::app

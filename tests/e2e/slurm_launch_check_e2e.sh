@@ -42,7 +42,7 @@ SH
 chmod +x "$work/widen.sh"
 job=$(sbatch --parsable --partition="$DPTRAIN_PARTITION" --nodes=1 --ntasks=2 --time=00:01:00 \
         --job-name=e2e-launch-cpus --output="$work/cpus.out" \
-        --wrap="srun --mpi=$DPTRAIN_SRUN_MPI --cpu-bind=none $work/widen.sh $DPTRAIN_BIN info") || fail "sbatch (cpus) failed"
+        --wrap="srun --mpi=$DPTRAIN_SRUN_MPI --kill-on-bad-exit=1 --cpu-bind=none $work/widen.sh $DPTRAIN_BIN info") || fail "sbatch (cpus) failed"
 state=$(wait_job "$job" 90)
 [[ $state == COMPLETED ]] || { cat "$work/cpus.out"; fail "job $job (cpus) ended $state, not COMPLETED"; }
 grep -q "^warning: ranks 0 and 1 on .* are bound to overlapping CPU sets (0 and 0-1)" "$work/cpus.out" ||

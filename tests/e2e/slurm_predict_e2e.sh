@@ -2,16 +2,18 @@
 # End-to-end on the local Slurm test cluster: `dptrain predict --measure` under the cluster's srun on
 # 2 nodes of 2 ranks measures the link in a node and between nodes, and predicts with them; then a
 # training job on the same 2 nodes with a straggler made on purpose (rank 3, on node2, sleeps 40 ms a
-# step through the test-only DPTRAIN_TEST_THROTTLE) names rank 3 and its node in its log.
+# step: the test build dptrain_throttled, $DPTRAIN_THROTTLED_BIN, with DPTRAIN_TEST_THROTTLE) names
+# rank 3 and its node in its log.
 set -uo pipefail
 # shellcheck source=tests/e2e/slurm_env.sh
 source "$(dirname "$0")/slurm_env.sh" "$1"
 # shellcheck source=slurm/testcluster/testcluster.env
 source "$DPTRAIN_PROFILE"
+: "${DPTRAIN_THROTTLED_BIN:?the test build dptrain_throttled, set by tests/e2e/CMakeLists.txt}"
 
 job=$(sbatch --parsable --partition="$DPTRAIN_PARTITION" --nodes=2 --ntasks-per-node=2 --time=00:02:00 \
         --job-name=e2e-predict --output="$work/predict-%j.out" \
-        --wrap="srun --mpi=$DPTRAIN_SRUN_MPI $DPTRAIN_BIN predict --measure --measure-mb 4 --model lenet \
+        --wrap="srun --mpi=$DPTRAIN_SRUN_MPI --kill-on-bad-exit=1 $DPTRAIN_BIN predict --measure --measure-mb 4 --model lenet \
                 --image-size 28 --classes 10 --images-per-second 500 --gpus 1,2,4 --json $work/predict.json") ||
   fail "sbatch failed"
 echo "job $job"
@@ -35,7 +37,7 @@ PY
   fail "data convert"
 job=$(DPTRAIN_TEST_THROTTLE=3:40 sbatch --parsable --partition="$DPTRAIN_PARTITION" --nodes=2 --ntasks-per-node=2 \
         --time=00:02:00 --job-name=e2e-straggler --output="$work/straggler-%j.out" \
-        --wrap="srun --mpi=$DPTRAIN_SRUN_MPI $DPTRAIN_BIN train --model lenet --data $work/data --steps 60 \
+        --wrap="srun --mpi=$DPTRAIN_SRUN_MPI --kill-on-bad-exit=1 $DPTRAIN_THROTTLED_BIN train --model lenet --data $work/data --steps 60 \
                 --batch-size 8 --lr 0.05 --log-every 20 --threads 1") || fail "sbatch (straggler) failed"
 echo "job $job"
 state=$(wait_job "$job" 150)

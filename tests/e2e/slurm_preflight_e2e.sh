@@ -40,14 +40,17 @@ exit \$status
 SH
 chmod +x "$throttled"
 
-preflight_job() {  # NAME TASKS_PER_NODE BINARY: srun dptrain preflight on 2 nodes; prints the job id
+# NAME TASKS_PER_NODE BINARY [SRUN_FLAG]: srun dptrain preflight on 2 nodes; prints the job id. The healthy
+# job gets --kill-on-bad-exit (a rank that crashes ends the job at once); the throttled one must not,
+# since it checks the exit code every rank gives (77), which srun would replace by its kill's.
+preflight_job() {
   sbatch --parsable --partition="$DPTRAIN_PARTITION" --nodes=2 --ntasks-per-node="$2" --time=00:02:00 \
     --job-name="e2e-$1" --output="$work/$1-%j.out" \
-    --wrap="srun --mpi=$DPTRAIN_SRUN_MPI $3 preflight --min-fraction 0.5 --measure-mb 4 --json $work/$1.json \
+    --wrap="srun --mpi=$DPTRAIN_SRUN_MPI ${4:-} $3 preflight --min-fraction 0.5 --measure-mb 4 --json $work/$1.json \
             --failure-report $work/$1.report"
 }
 
-job=$(preflight_job healthy 1 "$dptrain") || fail "sbatch (healthy) failed"
+job=$(preflight_job healthy 1 "$dptrain" --kill-on-bad-exit=1) || fail "sbatch (healthy) failed"
 state=$(wait_job "$job" 120)
 cat "$work"/healthy-*.out
 [[ $state == COMPLETED ]] || fail "the healthy preflight ended $state, not COMPLETED"

@@ -16,7 +16,7 @@ source "$DPTRAIN_PROFILE"
 submit() {  # submit on|off: the same training, traced, with overlap on or off
   sbatch --parsable --partition="$DPTRAIN_PARTITION" --nodes=2 --ntasks-per-node=2 --time=00:10:00 \
     --job-name="e2e-trace-$1" --output="$work/trace-$1-%j.out" \
-    --wrap="srun --mpi=$DPTRAIN_SRUN_MPI $DPTRAIN_BIN train --model lenet --data $work/data --steps 16 \
+    --wrap="srun --mpi=$DPTRAIN_SRUN_MPI --kill-on-bad-exit=1 $DPTRAIN_BIN train --model lenet --data $work/data --steps 16 \
             --batch-size 8 --lr 0.05 --log-every 8 --threads 1 --bucket-mb 0.05 --overlap $1 \
             --trace $work/trace-$1 --trace-steps 5:14" || fail "sbatch (overlap $1) failed"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end, distributed: a straggler made on purpose (rank 2 of 3 sleeps 40 ms a step through the
-# test-only DPTRAIN_TEST_THROTTLE) is named, with its node, by the training log and the metrics,
+# End-to-end, distributed: a straggler made on purpose (rank 2 of 3 sleeps 40 ms a step: $1 is the
+# test build dptrain_throttled, DPTRAIN_TEST_THROTTLE) is named, with its node, by the training log and the metrics,
 # although every rank's step time is the same after the allreduce; the summary holds every rank's
 # compute and wait times.
 set -uo pipefail

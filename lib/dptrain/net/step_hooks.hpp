@@ -2,7 +2,8 @@
 // What other parts of a process run at the points of a training step, registered with the net (Caffe's
 // solver and net callbacks, one interface): the gradient reducer starts a bucket's allreduce as the
 // backward pass finishes its gradients and waits for them before the update; the training run fetches
-// the next batch while the device computes. Each hook does nothing unless overridden. They are called
+// the next batch while the device computes; a test build of the command line makes a straggler on
+// purpose (tests/e2e/throttled_dptrain.cpp). Each hook does nothing unless overridden. They are called
 // on the step's thread, in the order they were added; a hook must not add or remove hooks.
 #include "dptrain/layers/layer.hpp"
 
@@ -11,6 +12,8 @@ namespace dptrain {
 class StepHooks {
  public:
   virtual ~StepHooks() = default;
+  // Trainer::step, first: the batch is in place and nothing of this step is queued yet.
+  virtual void step_starting() {}
   // Net::backward: `parameter`'s gradient is final for this step (its kernels are queued; the
   // backward pass goes on).
   virtual void gradient_ready(Parameter& parameter) { (void)parameter; }

@@ -17,6 +17,7 @@ Trainer::Trainer(Net& net, TrainerConfig config)
 
 StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
   const PassContext ctx{true, config_.seed, static_cast<std::uint64_t>(epoch), first_sample};
+  for (StepHooks* hooks : net_.step_hooks()) hooks->step_starting();
   net_.set_loss_scale(scaler_.scale());
   {
     TraceSpan forward(trace_, TraceEvent::forward);

@@ -2,10 +2,7 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include "dptrain/ckpt/preemption.hpp"
 #include "dptrain/data/loader.hpp"
@@ -20,18 +17,6 @@ namespace dptrain {
 namespace {
 using clock = std::chrono::steady_clock;
 double since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
-
-// DPTRAIN_TEST_THROTTLE=RANK:MS makes rank RANK sleep MS milliseconds at the start of every step: a
-// straggler on purpose, for the tests of the straggler report. Not for users.
-int test_throttle_ms(int rank) {
-  const char* text = std::getenv("DPTRAIN_TEST_THROTTLE");
-  if (text == nullptr || *text == '\0') return 0;
-  int who = -1, ms = 0;
-  char tail = 0;
-  DPTRAIN_CHECK(std::sscanf(text, "%d:%d%c", &who, &ms, &tail) == 2 && who >= 0 && ms >= 0 && ms <= 60000,
-                "DPTRAIN_TEST_THROTTLE='", text, "' is not RANK:MILLISECONDS");
-  return who == rank ? ms : 0;
-}
 
 TrainerConfig trainer_config(const TrainingRunConfig& o, int global_batch, std::int64_t total_steps,
                              std::int64_t steps_per_epoch) {
@@ -90,8 +75,7 @@ struct TrainingRun::State {
   bool stopped = false;
   clock::time_point start, step_start;
   std::unique_ptr<InputStager> stager;
-  double wait = 0;      // seconds this step waited for the loader
-  int throttle_ms = 0;  // DPTRAIN_TEST_THROTTLE: a straggler made on purpose (tests)
+  double wait = 0;  // seconds this step waited for the loader
   data::Batch batch, upcoming;
   bool trace_written = false;
 
@@ -194,7 +178,6 @@ void TrainingRun::State::start_up() {
   std::vector<std::string> nodes;
   for (const auto& place : job->topology().ranks) nodes.push_back(place.node);
   log->set_rank_nodes(std::move(nodes));
-  throttle_ms = test_throttle_ms(job->rank());
   log->watch_loss_scaler(&stack->trainer().loss_scaler());
   if (!stack->backend().device().is_cpu())
     log->watch_device_memory([this] { return peak_device_mib(stack->backend()); });
@@ -338,7 +321,6 @@ StepOutcome TrainingRun::step() {
   if (s.trace) s.trace->begin_step(step + 1);
   TraceSpan traced_step(s.trace.get(), TraceEvent::step);
   s.stager->finish(s.stack->net().images());
-  if (s.throttle_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s.throttle_ms));
   std::copy_n(s.batch.labels.data<std::int32_t>(), s.batch.labels.numel(),
               s.stack->net().labels().data<std::int32_t>());
   StepOutcome outcome;
