@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "dptrain/backend/cuda/streams.hpp"
 #include "dptrain/core/input_format.hpp"
+#include "dptrain/data/buffer_pool.hpp"
 #include "gpu/gpu_testing.hpp"
 
 namespace dptrain {
@@ -56,6 +58,48 @@ TEST_CASE("the GPU stager refuses a batch of the wrong element type", "[gpu][sta
   bytes.normalisation = {{1, 2, 3}, {4, 5, 6}};
   auto stager = gpu_testing::gpu().make_input_stager(s, bytes);
   CHECK_THROWS_WITH(stager->stage(Tensor::zeros(s, DType::f32)), Catch::Contains("plain u8 host tensor"));
+}
+
+// The loader fills page-locked buffers from Backend::batch_memory (a pool of them, as the loader's);
+// the stager copies from such a buffer directly, so it must hold the batch until the copy is over: the
+// pool may not hand the buffer out again before the next stage().
+TEST_CASE("the GPU stages batches from the loader's page-locked buffers and holds each until copied", "[gpu][stager]") {
+  const Shape s{4, 3, 32, 32};
+  InputFormat bytes;
+  bytes.host = DType::u8;
+  bytes.normalisation = {{123.675f, 116.28f, 103.53f}, {58.395f, 57.12f, 57.375f}};
+  Backend& be = gpu_testing::gpu();
+  const HostMemory memory = be.batch_memory();
+  CHECK(memory.kind == "page-locked");
+  auto pool = data::BufferPool::create(static_cast<std::size_t>(s.numel()), 1, memory);
+  auto stager = be.make_input_stager(s, bytes);
+  Tensor input = gpu_testing::activation(be, s);
+  void* previous = nullptr;
+  for (int seed = 0; seed < 3; ++seed) {
+    INFO("batch " << seed);
+    Tensor batch = Tensor::adopt(pool->take(), s, DType::u8, Device::cpu());
+    CHECK(cuda::is_page_locked(batch.raw()));
+    const Tensor expected_bytes = byte_batch(s, seed);
+    std::memcpy(batch.raw(), expected_bytes.raw(), batch.bytes());
+    void* const current = batch.raw();
+    stager->stage(batch);
+    batch = Tensor();  // the loader's reference goes; the stager's keeps the buffer out of the pool
+    {
+      const std::shared_ptr<void> other = pool->take();
+      CHECK(other.get() != current);
+      // This stage() let the previous batch go (its copy was over): its buffer is the one free.
+      if (previous != nullptr) CHECK(other.get() == previous);
+    }
+    previous = current;
+    stager->finish(input);
+    Tensor floats = Tensor::empty(s, DType::f32);
+    normalise_planes(expected_bytes.data<std::uint8_t>(), floats.data<float>(), s[0], s[2] * s[3], bytes.normalisation);
+    const Tensor got = gpu_testing::to_host(be, {&input})[0];
+    CHECK(std::memcmp(got.raw(), floats.raw(), floats.bytes()) == 0);
+  }
+  // Pageable batches still go through the stager's own page-locked buffer.
+  CHECK_FALSE(cuda::is_page_locked(byte_batch(s, 9).raw()));
+  CHECK(staged(be, s, bytes, byte_batch(s, 9)).shape() == s);
 }
 
 }  // namespace dptrain

@@ -27,6 +27,7 @@
 
 #include "dptrain/backend/specs.hpp"
 #include "dptrain/backend/tuned_choices.hpp"
+#include "dptrain/core/host_memory.hpp"
 #include "dptrain/core/input_format.hpp"
 #include "dptrain/core/precision.hpp"
 #include "dptrain/core/tensor.hpp"
@@ -206,6 +207,10 @@ class Backend {
   // The batch element type this backend stages best: u8 on a GPU (it normalises on the device),
   // f32 on the CPU (the host normalises anyway).
   virtual DType input_batch_type() const { return DType::f32; }
+  // Where the loader should put the batches this backend stages: page-locked memory on a GPU (the
+  // stager then copies from it to the device directly, with no host copy first), plain memory on the
+  // CPU.
+  virtual HostMemory batch_memory() const { return pageable_host_memory(); }
 
   // The device's practical fp32 peak in GFLOP/s, measured now with a large matrix multiply (oneDNN's
   // sgemm, cuBLAS's SGEMM): the reference a benchmark's efficiency is a ratio to.

@@ -1,17 +1,16 @@
 #include "dptrain/data/buffer_pool.hpp"
 
-#include <cstdlib>
-
 #include "dptrain/core/error.hpp"
 
 namespace dptrain::data {
 
-std::shared_ptr<BufferPool> BufferPool::create(std::size_t bytes, std::size_t keep) {
-  return std::shared_ptr<BufferPool>(new BufferPool(bytes, keep));
+std::shared_ptr<BufferPool> BufferPool::create(std::size_t bytes, std::size_t keep, HostMemory memory) {
+  DPTRAIN_CHECK(memory.allocate && memory.release, "a buffer pool needs memory to allocate and release");
+  return std::shared_ptr<BufferPool>(new BufferPool(bytes, keep, std::move(memory)));
 }
 
 BufferPool::~BufferPool() {
-  for (void* buffer : free_) std::free(buffer);
+  for (void* buffer : free_) memory_.release(buffer);
 }
 
 std::shared_ptr<void> BufferPool::take() {
@@ -23,12 +22,7 @@ std::shared_ptr<void> BufferPool::take() {
       free_.pop_back();
     }
   }
-  if (buffer == nullptr) {
-    constexpr std::size_t alignment = 64;
-    const std::size_t rounded = (std::max<std::size_t>(bytes_, 1) + alignment - 1) / alignment * alignment;
-    buffer = std::aligned_alloc(alignment, rounded);
-    DPTRAIN_CHECK(buffer != nullptr, "out of host memory allocating a batch buffer of ", bytes_, " bytes");
-  }
+  if (buffer == nullptr) buffer = memory_.allocate(bytes_);
   return std::shared_ptr<void>(buffer, [pool = shared_from_this()](void* b) { pool->give_back(b); });
 }
 
@@ -40,7 +34,7 @@ void BufferPool::give_back(void* buffer) {
       return;
     }
   }
-  std::free(buffer);
+  memory_.release(buffer);
 }
 
 }  // namespace dptrain::data

@@ -104,7 +104,7 @@ Loader::Loader(const Manifest& manifest, std::string directory, LoaderConfig con
                 name_of(c.images));
   image_buffers_ = BufferPool::create(
       static_cast<std::size_t>(augmenter_.output_size()) * size_of(c.images) * static_cast<std::size_t>(c.batch),
-      static_cast<std::size_t>(c.prefetch) + 3);
+      static_cast<std::size_t>(c.prefetch) + 3, c.image_memory);
   next_item_ = c.batch;  // no batch being handed out yet
 }
 

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "dptrain/core/host_memory.hpp"
 #include "dptrain/core/tensor.hpp"
 #include "dptrain/data/augment.hpp"
 #include "dptrain/data/jpeg.hpp"
@@ -52,6 +53,9 @@ struct LoaderConfig {
   // The element type of Batch::images: f32, normalised here (the CPU backend), or u8, cropped and
   // flipped but not normalised, for a device that normalises (input_format() says how).
   DType images = DType::f32;
+  // Where the batches' images live: page-locked memory for a GPU (Backend::batch_memory), which the
+  // input stager copies to the device from directly.
+  HostMemory image_memory = pageable_host_memory();
 };
 
 struct Batch {

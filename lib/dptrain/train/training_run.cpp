@@ -143,6 +143,7 @@ void TrainingRun::State::start_up() {
   train_cfg.seed = o.seed;
   // A GPU takes the crops as bytes and normalises them itself (InputFormat); the CPU takes floats.
   train_cfg.images = stack->backend().input_batch_type();
+  train_cfg.image_memory = stack->backend().batch_memory();
   train_loader = std::make_unique<data::Loader>(manifest, o.data, train_cfg);
   steps_per_epoch = train_loader->steps_per_epoch();
   DPTRAIN_CHECK(steps_per_epoch > 0, o.data, ": the train split has ", manifest.split("train").samples,
@@ -170,7 +171,8 @@ void TrainingRun::State::start_up() {
     data::LoaderConfig eval_cfg = train_cfg;
     eval_cfg.split = "validation";
     eval_cfg.training = false;
-    eval_cfg.images = DType::f32;  // evaluate() copies the batch in as it is
+    eval_cfg.images = DType::f32;                    // evaluate() copies the batch in as it is
+    eval_cfg.image_memory = pageable_host_memory();  // no stager: page-locked memory would buy nothing
     eval_loader.emplace(manifest, o.data, eval_cfg);
   }
   log = std::make_unique<TrainingLog>(comm, *out, o.metrics, total_steps, global_batch);
@@ -194,7 +196,8 @@ void TrainingRun::State::start_up() {
   fetch(batch);
   *out << "data: " << train_cfg.threads << " loader thread" << (train_cfg.threads == 1 ? "" : "s") << " per rank"
        << (o.loader_threads > 0 ? "" : " (the cores compute leaves free; --loader-threads to change)")
-       << ", samples read by " << train_loader->read_path() << "\n";
+       << ", samples read by " << train_loader->read_path() << ", batches in " << train_cfg.image_memory.kind
+       << " memory\n";
   stack->net().add_step_hooks(prefetch);
 }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -11,11 +12,13 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/input_format.hpp"
 #include "dptrain/data/augment.hpp"
+#include "dptrain/data/buffer_pool.hpp"
 #include "dptrain/data/jpeg.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/sampler.hpp"
@@ -369,6 +372,89 @@ TEST_CASE("augmentation draws depend only on the seed, the epoch and the sample"
   config.flip = false;
   const Augmenter no_flip(config, 8, 8, 1);
   for (std::int64_t sample = 0; sample < 200; ++sample) CHECK_FALSE(no_flip.draw(0, sample).flip);
+}
+
+// Memory that records what it hands out and gets back, in place of a GPU's page-locked memory.
+struct CountedMemory {
+  std::mutex mutex;
+  std::set<void*> live;
+  int allocations = 0, releases = 0, foreign_releases = 0;
+  std::size_t largest = 0;
+
+  HostMemory host_memory() {
+    HostMemory plain = pageable_host_memory();
+    HostMemory memory;
+    memory.allocate = [this, plain](std::size_t bytes) {
+      void* buffer = plain.allocate(bytes);
+      std::lock_guard lock(mutex);
+      live.insert(buffer);
+      ++allocations;
+      largest = std::max(largest, bytes);
+      return buffer;
+    };
+    memory.release = [this, plain](void* buffer) {
+      {
+        std::lock_guard lock(mutex);
+        // Only what it handed out, once (counted, not asserted: a loader thread may release).
+        if (live.erase(buffer) != 1) ++foreign_releases;
+        ++releases;
+      }
+      plain.release(buffer);
+    };
+    memory.kind = "counted";
+    return memory;
+  }
+  bool holds(const void* p) {
+    std::lock_guard lock(mutex);
+    return live.contains(const_cast<void*>(p));
+  }
+};
+
+TEST_CASE("the loader fills its batches in the memory it is given, and gives all of it back", "[data][loader]") {
+  TempDir dir;
+  const Manifest m = write_dataset(dir.path, 8, 8, 3);
+  CountedMemory memory;
+  {
+    LoaderConfig config = training_config(4, 6, 0, 3);
+    config.images = DType::u8;
+    config.image_memory = memory.host_memory();
+    config.prefetch = 1;
+    Loader loader(m, dir.path.string(), config);
+    Batch kept;
+    for (int step = 0; step < 12; ++step) {
+      Batch b = loader.next();
+      INFO("step " << step);
+      CHECK(memory.holds(b.images.raw()));
+      if (step == 3) kept = b;  // a batch may outlive its step, and the loader
+    }
+    CHECK(memory.largest == std::size_t{4} * 3 * 6 * 6);  // one u8 batch of 4 crops 6x6x3
+    // Recycled: a handful of buffers for 12 batches (prefetched, held, staged next).
+    CHECK(memory.allocations >= 2);
+    CHECK(memory.allocations <= 6);
+    CHECK(memory.releases < memory.allocations);
+  }
+  CHECK(memory.releases == memory.allocations);
+  CHECK(memory.foreign_releases == 0);
+  CHECK(memory.live.empty());
+}
+
+TEST_CASE("a buffer pool gives back to its memory what it does not keep", "[data][loader]") {
+  CountedMemory memory;
+  auto pool = BufferPool::create(100, 1, memory.host_memory());
+  {
+    std::shared_ptr<void> a = pool->take(), b = pool->take(), c = pool->take();
+    CHECK(memory.allocations == 3);
+    CHECK(memory.holds(a.get()));
+  }
+  CHECK(memory.releases == 2);  // one kept for reuse
+  std::shared_ptr<void> again = pool->take();
+  CHECK(memory.allocations == 3);
+  pool.reset();
+  CHECK(memory.releases == 2);  // `again` still holds the pool
+  again.reset();
+  CHECK(memory.releases == 3);
+  CHECK(memory.foreign_releases == 0);
+  CHECK_THROWS_WITH(BufferPool::create(100, 1, HostMemory{}), Contains("needs memory to allocate and release"));
 }
 
 TEST_CASE("evaluation reads every sample back bit-exactly, in order, then ends", "[data][loader]") {

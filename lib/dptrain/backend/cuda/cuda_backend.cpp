@@ -10,6 +10,7 @@
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
+#include "dptrain/backend/cuda/streams.hpp"
 
 namespace dptrain::cuda {
 namespace {
@@ -170,6 +171,8 @@ class CudaBackend final : public Backend {
   }
   // The loader hands over cropped bytes; the stager normalises them on the device.
   DType input_batch_type() const override { return DType::u8; }
+  // The loader fills page-locked buffers, which the stager copies from on its copy stream directly.
+  HostMemory batch_memory() const override { return cuda::page_locked_host_memory(ctx_->device()); }
 
   // Best of several cuBLAS SGEMMs (FMA math, no TF32: the fp32 peak), timed with events on our stream.
   double measure_peak_gflops() override {

@@ -1,6 +1,7 @@
 #include "dptrain/backend/cuda/input_stager.hpp"
 
 #include <cstring>
+#include <memory>
 
 #include "dptrain/backend/cuda/precision_kernels.hpp"
 #include "dptrain/backend/cuda/streams.hpp"
@@ -10,11 +11,7 @@ namespace {
 class CudaInputStager final : public InputStager {
  public:
   CudaInputStager(CudaContextPtr ctx, const Shape& shape, InputFormat format)
-      : ctx_(std::move(ctx)),
-        shape_(shape),
-        format_(std::move(format)),
-        pinned_(static_cast<std::size_t>(shape.numel()) * size_of(format_.host)),
-        staging_(ctx_->allocate(shape, format_.host)) {
+      : ctx_(std::move(ctx)), shape_(shape), format_(std::move(format)), staging_(ctx_->allocate(shape, format_.host)) {
     check_input_format(format_, shape_, "input stager");
     if (format_.host == DType::u8) {
       DPTRAIN_CHECK(shape_[1] <= kernels::kMaxNormalisedChannels, "input stager: u8 batches of at most ",
@@ -32,14 +29,24 @@ class CudaInputStager final : public InputStager {
         "input stager: the batch must be a plain ", name_of(format_.host), " host tensor, not ",
         name_of(host_images.dtype()));
     check_shape(host_images, shape_, "input stager", "batch");
-    // The previous transfer out of the pinned buffer must be over before it is overwritten; it was
-    // queued a whole step ago, so this wait is normally already satisfied.
+    // The previous transfer must be over before its source is overwritten or given back; it was queued
+    // a whole step ago, so this wait is normally already satisfied.
     copied_.synchronize();
-    std::memcpy(pinned_.data(), host_images.raw(), host_images.bytes());
+    in_flight_ = Tensor();  // the previous batch's buffer may go back to the loader now
+    const void* source = host_images.raw();
+    if (is_page_locked(source)) {
+      // The loader filled page-locked memory (Backend::batch_memory): the copy stream reads it
+      // directly, and the batch is held (its buffer not reused) until the copy is over.
+      in_flight_ = host_images;
+    } else {
+      if (!pinned_) pinned_ = std::make_unique<PinnedBuffer>(host_images.bytes());
+      std::memcpy(pinned_->data(), source, host_images.bytes());
+      source = pinned_->data();
+    }
     // The compute stream must have finished reading the staging buffer of the previous batch.
     consumed_.make_wait(copy_stream_.get());
-    DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(staging_.raw(), pinned_.data(), host_images.bytes(), cudaMemcpyHostToDevice,
-                                       copy_stream_.get()));
+    DPTRAIN_CUDA_CHECK(
+        cudaMemcpyAsync(staging_.raw(), source, host_images.bytes(), cudaMemcpyHostToDevice, copy_stream_.get()));
     copied_.record(copy_stream_.get());
     staged_ = true;
   }
@@ -70,8 +77,9 @@ class CudaInputStager final : public InputStager {
   Shape shape_;
   InputFormat format_;
   Stream copy_stream_;
-  PinnedBuffer pinned_;
+  std::unique_ptr<PinnedBuffer> pinned_;  // for pageable batches only: made at the first one
   Tensor staging_;
+  Tensor in_flight_;  // a page-locked batch the copy stream may still read
   Event copied_, consumed_;
   bool staged_ = false;
 };

@@ -27,4 +27,32 @@ PinnedBuffer::~PinnedBuffer() {
   if (data_) cudaFreeHost(data_);
 }
 
+HostMemory page_locked_host_memory(int device) {
+  HostMemory memory;
+  memory.allocate = [device](std::size_t bytes) {
+    DPTRAIN_CUDA_CHECK(cudaSetDevice(device));
+    void* buffer = nullptr;
+    // Portable: page-locked for every context of the process, whichever thread frees it.
+    DPTRAIN_CUDA_CHECK(cudaHostAlloc(&buffer, bytes > 0 ? bytes : 1, cudaHostAllocPortable));
+    return buffer;
+  };
+  memory.release = [device](void* buffer) {
+    // Errors are dropped: a release must not throw, and one that runs as the process exits finds
+    // the runtime unloading (cudaErrorCudartUnloading), which frees the memory itself.
+    if (cudaSetDevice(device) == cudaSuccess) (void)cudaFreeHost(buffer);
+    (void)cudaGetLastError();
+  };
+  memory.kind = "page-locked";
+  return memory;
+}
+
+bool is_page_locked(const void* pointer) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+    (void)cudaGetLastError();  // not a pointer the runtime knows: plain memory
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
 }  // namespace dptrain::cuda

@@ -7,6 +7,8 @@
 
 #include <cstddef>
 
+#include "dptrain/core/host_memory.hpp"
+
 namespace dptrain::cuda {
 
 class Stream {
@@ -54,5 +56,14 @@ class PinnedBuffer {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+// Page-locked host memory of `device`'s process context, for buffers that threads other than the
+// compute thread allocate and free (the loader's workers): each call sets the device first, since the
+// runtime would otherwise make a context on device 0 for a thread that never chose one.
+HostMemory page_locked_host_memory(int device);
+
+// Whether `pointer` is in page-locked (pinned or registered) host memory, from which a copy to the
+// device runs asynchronously with the host.
+bool is_page_locked(const void* pointer);
 
 }  // namespace dptrain::cuda
