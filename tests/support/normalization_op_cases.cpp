@@ -26,11 +26,11 @@ namespace {
 BatchNorm& as_batch_norm(Layer& layer) { return dynamic_cast<BatchNorm&>(layer); }
 
 // Random scale in [0.5, 1.5) from `seed` and shift in [-shift_range, shift_range) from seed + 1.
-void write_scale_and_shift(Layer& layer, std::uint64_t seed, float shift_range) {
+void write_scale_and_shift(Layer& layer, Backend& backend, std::uint64_t seed, float shift_range) {
   BatchNorm& bn = as_batch_norm(layer);
   const Shape channels = bn.scale().value.shape();
-  write_host(bn.scale().value, random_tensor(channels, seed, 0.5f, 1.5f));
-  write_host(bn.shift().value, random_tensor(channels, seed + 1, -shift_range, shift_range));
+  write_to(backend, random_tensor(channels, seed, 0.5f, 1.5f), bn.scale().value);
+  write_to(backend, random_tensor(channels, seed + 1, -shift_range, shift_range), bn.shift().value);
 }
 
 struct BatchNormShape {
@@ -48,12 +48,12 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
   c.inputs = {s.shape};
   c.output = s.shape;
   c.make_layer = [s] { return std::make_unique<BatchNorm>("bn1", s.epsilon, s.momentum); };
-  c.prepare = [seed](Layer& layer) {
-    write_scale_and_shift(layer, seed, 1.f);
+  c.prepare = [seed](Layer& layer, Backend& backend) {
+    write_scale_and_shift(layer, backend, seed, 1.f);
     BatchNorm& bn = as_batch_norm(layer);
     const Shape channels = bn.running_mean().shape();
-    write_host(bn.running_mean(), random_tensor(channels, seed + 2, -0.5f, 0.5f));
-    write_host(bn.running_variance(), random_tensor(channels, seed + 3, 0.5f, 2.f));
+    write_to(backend, random_tensor(channels, seed + 2, -0.5f, 0.5f), bn.running_mean());
+    write_to(backend, random_tensor(channels, seed + 3, 0.5f, 2.f), bn.running_variance());
   };
   // Off-centre inputs, so that a missing mean subtraction would show.
   c.make_inputs = [s, seed] {
@@ -93,7 +93,7 @@ OpCase batch_norm_gradient_case(const Shape& shape, std::uint64_t seed) {
   c.inputs = {shape};
   c.output = shape;
   c.make_layer = [] { return std::make_unique<BatchNorm>("bn1", 1e-5f, 0.1f); };
-  c.prepare = [seed](Layer& layer) { write_scale_and_shift(layer, seed, 0.2f); };
+  c.prepare = [seed](Layer& layer, Backend& backend) { write_scale_and_shift(layer, backend, seed, 0.2f); };
   c.make_inputs = [shape, seed] {
     return OpInputs{{random_tensor(shape, seed + 2, -3.f, 3.f)}, random_tensor(shape, seed + 3)};
   };
@@ -180,6 +180,7 @@ OpCase softmax_cross_entropy_case(const SoftmaxParameters& p, std::uint64_t seed
   c.inputs = {p.logits, Shape{rows}};
   c.output = Shape{1};
   c.needs_grad = {true, false};  // labels take no gradient
+  c.loss = true;
   c.make_layer = [p] { return std::make_unique<SoftmaxCrossEntropy>("loss", p.smoothing, p.loss_weight); };
   // The loss ignores its output gradient.
   c.make_inputs = [p, rows, classes, seed, logit_range] {

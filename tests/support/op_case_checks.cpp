@@ -19,11 +19,11 @@ OpInputs random_op_inputs(std::span<const Shape> inputs, const Shape& output, st
   return in;
 }
 
-void randomize_parameters(Layer& layer, std::uint64_t seed) {
+void randomize_parameters(Layer& layer, Backend& backend, std::uint64_t seed) {
   std::uint64_t k = 0;
   for (Parameter& p : layer.parameters()) {
-    write_host(p.value, random_tensor(p.value.shape(), seed + k++));
-    std::fill_n(p.grad.data<float>(), p.grad.numel(), 1000.f);
+    write_to(backend, random_tensor(p.value.shape(), seed + k++), p.value);
+    backend.fill(p.grad, 1000.f);
   }
 }
 
@@ -33,21 +33,13 @@ std::vector<std::vector<double>> parameter_values(Layer& layer) {
   return values;
 }
 
+GradientMask::GradientMask(const OpCase& c)
+    : flags_(std::make_unique<bool[]>(c.inputs.size())), size_(c.inputs.size()) {
+  REQUIRE((c.needs_grad.empty() || c.needs_grad.size() == c.inputs.size()));
+  for (std::size_t i = 0; i < size_; ++i) flags_[i] = c.needs_grad.empty() || c.needs_grad[i];
+}
+
 namespace {
-
-// A span of bools needs contiguous storage, which std::vector<bool> lacks.
-class GradientMask {
- public:
-  GradientMask(const OpCase& c) : flags_(std::make_unique<bool[]>(c.inputs.size())), size_(c.inputs.size()) {
-    REQUIRE((c.needs_grad.empty() || c.needs_grad.size() == c.inputs.size()));
-    for (std::size_t i = 0; i < size_; ++i) flags_[i] = c.needs_grad.empty() || c.needs_grad[i];
-  }
-  std::span<const bool> span() const { return {flags_.get(), size_}; }
-
- private:
-  std::unique_ptr<bool[]> flags_;
-  std::size_t size_;
-};
 
 // Run with -s to see the measured errors in the expansion.
 void check_close(const std::string& what, const Tensor& actual, const std::vector<double>& expected, double tolerance) {
@@ -111,7 +103,7 @@ void check_op_case(const OpCase& c, Backend& backend) {
   const std::unique_ptr<Layer> layer = c.make_layer();
   const Shape output = layer->setup(c.inputs, backend);
   REQUIRE(output == c.output);
-  if (c.prepare) c.prepare(*layer);
+  if (c.prepare) c.prepare(*layer, backend);
   const OpInputs in = c.make_inputs();
   const GradientMask mask(c);
   if (c.reference) check_reference(c, *layer, output, in, mask.span());
@@ -125,7 +117,7 @@ void time_op_case(const OpCase& c, Backend& backend, int repeats) {
   using Clock = std::chrono::steady_clock;
   const std::unique_ptr<Layer> layer = c.make_layer();
   const Shape output_shape = layer->setup(c.inputs, backend);
-  if (c.prepare) c.prepare(*layer);
+  if (c.prepare) c.prepare(*layer, backend);
   const OpInputs in = c.make_inputs();
   const GradientMask mask(c);
   std::vector<const Tensor*> inputs;

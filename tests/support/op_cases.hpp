@@ -2,14 +2,16 @@
 // The op test harness: one description (OpCase) per tested configuration of an op, and drivers that
 // take the same descriptions to every mode: the reference check (forward, input, parameter and state
 // results against a naive double-precision reference), the finite-difference check of the backward
-// pass, and a timing mode. Modelled on ggml's test-backend-ops: a new op's tests are its list of
-// cases, <op>_cases(), and nothing else.
+// pass, a timing mode (here), and the CPU/GPU agreement in fp32, bf16 and fp16
+// (tests/gpu/op_case_agreement.hpp). Modelled on ggml's test-backend-ops: a new op's tests are its
+// list of cases, <op>_cases(), and nothing else.
 //
-// The list functions are declared from DPTRAIN_BACKEND_OPS and called from it (all_op_cases and the
-// TEST_CASEs of tests/unit/layers/op_cases_test.cpp), so an op added to that list without a
-// definition of <op>_cases() fails to link.
+// The list functions are declared from DPTRAIN_BACKEND_OPS and called from it (all_op_cases, the
+// TEST_CASEs of tests/unit/layers/op_cases_test.cpp and tests/gpu/backend_agreement_test.cpp), so an
+// op added to that list without a definition of <op>_cases() fails to link.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -57,8 +59,10 @@ struct OpCase {
   std::vector<bool> needs_grad;  // per input; empty: every input
   PassContext context;
   std::function<std::unique_ptr<Layer>()> make_layer;
-  // After setup: parameter values and state, and checks of what setup made. May be empty.
-  std::function<void(Layer&)> prepare;
+  // After setup: parameter values and state (written through the backend, so that the GPU agreement
+  // runs it on every backend), and checks of what setup made. May be empty.
+  std::function<void(Layer&, Backend&)> prepare;
+  // Host tensors: f32 values are activations, i32 ones labels (which stay on the host on every backend).
   std::function<OpInputs()> make_inputs;
   // Empty: no reference check. Called before the layer runs, so it sees the prepared state (the
   // running averages a training forward then moves).
@@ -69,6 +73,20 @@ struct OpCase {
   // The finite-difference step of the gradient check; none: no gradient check.
   std::optional<double> gradient_step;
   Tolerance tolerance;
+  // The output is a loss: one plain f32 value on every backend, not an activation.
+  bool loss = false;
+};
+
+// Which inputs of a case get a gradient, as the span of bools Layer runs take (std::vector<bool>
+// has no contiguous storage).
+class GradientMask {
+ public:
+  explicit GradientMask(const OpCase& c);
+  std::span<const bool> span() const { return {flags_.get(), size_}; }
+
+ private:
+  std::unique_ptr<bool[]> flags_;
+  std::size_t size_;
 };
 
 // Inputs uniform in [low, high) from seeds seed + 1 + i, the output gradient from seed + 1 + inputs.
@@ -76,7 +94,7 @@ OpInputs random_op_inputs(std::span<const Shape> inputs, const Shape& output, st
                           float high = 1.f);
 // Every parameter uniform in [-1, 1) from seeds seed, seed + 1, ...; every gradient a stale 1000, so
 // a backward that adds to (instead of writing) a gradient is caught by the reference.
-void randomize_parameters(Layer& layer, std::uint64_t seed);
+void randomize_parameters(Layer& layer, Backend& backend, std::uint64_t seed);
 // Each parameter's value, widened, for a reference.
 std::vector<std::vector<double>> parameter_values(Layer& layer);
 
@@ -90,8 +108,8 @@ std::vector<OpCase> all_op_cases();
 // The drivers (Catch2 assertions). check_op_case runs the reference check, then the gradient check,
 // each where the case asks for it, on `backend` (a host backend: results are read directly).
 void check_op_case(const OpCase& c, Backend& backend);
-// Prints the mean milliseconds of `repeats` forward and backward passes (after one warm-up pass);
-// asserts nothing about time.
+// Prints the mean milliseconds of `repeats` forward and backward passes (after one warm-up pass) on
+// `backend`, a host backend (the tensors are host tensors); asserts nothing about time.
 void time_op_case(const OpCase& c, Backend& backend, int repeats);
 
 }  // namespace dptrain::testing

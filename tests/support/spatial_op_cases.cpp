@@ -29,10 +29,10 @@ constexpr double kLinearStep = 0.5;
 
 // Checks the parameters a convolution or linear layer made (a weight, and a bias where asked), then
 // gives them random values.
-void prepare_weighted(Layer& layer, const Shape& weight, bool bias, std::uint64_t seed) {
+void prepare_weighted(Layer& layer, Backend& backend, const Shape& weight, bool bias, std::uint64_t seed) {
   REQUIRE(layer.parameters().size() == (bias ? 2u : 1u));
   CHECK(layer.parameters()[0].value.shape() == weight);
-  randomize_parameters(layer, seed);
+  randomize_parameters(layer, backend, seed);
 }
 
 // Convolution and linear: a weight, an optional bias (spec.bias), and the reference's forward,
@@ -72,9 +72,9 @@ OpCase convolution_case(const ConvolutionShape& s, std::uint64_t seed, bool inpu
   c.needs_grad = {input_gradient};
   c.make_layer = [s] { return std::make_unique<Convolution>("conv", s.out_channels, s.window, s.bias); };
   const Shape weight{s.out_channels, s.input[1], s.window.kernel_h, s.window.kernel_w};
-  c.prepare = [s, spec, weight, seed](Layer& layer) {
+  c.prepare = [s, spec, weight, seed](Layer& layer, Backend& backend) {
     REQUIRE(reference::convolution_output(spec) == s.output);
-    prepare_weighted(layer, weight, s.bias, seed);
+    prepare_weighted(layer, backend, weight, s.bias, seed);
   };
   c.make_inputs = [inputs = c.inputs, out = c.output, seed] { return random_op_inputs(inputs, out, seed); };
   c.reference = [spec](Layer& layer, const OpInputs& in) {
@@ -123,7 +123,7 @@ OpCase pooling_case(PoolingKind kind, const PoolingShape& s, std::uint64_t seed)
   c.inputs = {s.input};
   c.output = s.output;
   c.make_layer = [kind, s] { return std::make_unique<Pooling>("pool", kind, s.window, s.rounding); };
-  c.prepare = [spec, s](Layer&) { REQUIRE(reference::pooling_output(spec) == s.output); };
+  c.prepare = [spec, s](Layer&, Backend&) { REQUIRE(reference::pooling_output(spec) == s.output); };
   c.make_inputs = [is_max, s, seed] {
     if (!is_max) return random_op_inputs(std::vector<Shape>{s.input}, s.output, seed);
     return OpInputs{{distinct_tensor(s.input, seed + 1, kGap)}, random_tensor(s.output, seed + 2)};
@@ -170,8 +170,8 @@ OpCase linear_case(const LinearShape& s, std::uint64_t seed) {
   c.inputs = {s.input};
   c.output = Shape{s.input[0], s.out_features};
   c.make_layer = [s] { return std::make_unique<Linear>("fc", s.out_features, s.bias); };
-  c.prepare = [s, seed](Layer& layer) {
-    prepare_weighted(layer, Shape{s.out_features, s.input.per_sample()}, s.bias, seed);
+  c.prepare = [s, seed](Layer& layer, Backend& backend) {
+    prepare_weighted(layer, backend, Shape{s.out_features, s.input.per_sample()}, s.bias, seed);
   };
   c.make_inputs = [inputs = c.inputs, out = c.output, seed] { return random_op_inputs(inputs, out, seed); };
   c.reference = [spec](Layer& layer, const OpInputs& in) {

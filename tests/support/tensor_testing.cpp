@@ -113,9 +113,9 @@ Tensor copy_of(const Tensor& t) {
   return c;
 }
 
-void write_host(Tensor& destination, const Tensor& host) {
+void write_to(Backend& backend, const Tensor& host, Tensor& destination) {
   REQUIRE(destination.shape() == host.shape());
-  std::copy_n(host.data<float>(), host.numel(), destination.data<float>());
+  backend.copy_from_host(host, destination);
 }
 
 PassContext training_pass(std::uint64_t seed, std::uint64_t epoch, std::int64_t first_sample) {

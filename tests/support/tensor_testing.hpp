@@ -20,9 +20,9 @@ Tensor random_labels(std::int64_t count, int classes, std::uint64_t seed);
 
 // A host tensor's copy (same shape, type and bytes).
 Tensor copy_of(const Tensor& t);
-// Copies host f32 `host` into `destination`, a host tensor of the same shape (the CPU backend's
-// parameters and buffers).
-void write_host(Tensor& destination, const Tensor& host);
+// Copies host f32 `host` into `destination`, a tensor of `backend`'s (a parameter, a buffer), after
+// checking that the shapes agree (copy_from_host checks only the element count).
+void write_to(Backend& backend, const Tensor& host, Tensor& destination);
 // A training pass of run (seed), epoch and first global sample (what dropout's mask depends on).
 PassContext training_pass(std::uint64_t seed, std::uint64_t epoch, std::int64_t first_sample);
 

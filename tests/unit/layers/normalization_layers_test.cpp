@@ -53,10 +53,10 @@ TEST_CASE("batch_norm inference normalizes with the running averages and keeps t
     const Tensor shift = testing::random_tensor(channels, ++seed, -1.f, 1.f);
     const Tensor mean = testing::random_tensor(channels, ++seed, -1.f, 1.f);
     const Tensor variance = testing::random_tensor(channels, ++seed, 0.25f, 2.f);
-    testing::write_host(bn.scale().value, scale);
-    testing::write_host(bn.shift().value, shift);
-    testing::write_host(bn.running_mean(), mean);
-    testing::write_host(bn.running_variance(), variance);
+    testing::write_to(*backend, scale, bn.scale().value);
+    testing::write_to(*backend, shift, bn.shift().value);
+    testing::write_to(*backend, mean, bn.running_mean());
+    testing::write_to(*backend, variance, bn.running_variance());
     const Tensor x = testing::random_tensor(shape, ++seed, -2.f, 3.f);
 
     const Tensor y = testing::run_forward(bn, shape, std::vector<Tensor>{x}, inference());
