@@ -5,7 +5,6 @@
 // on the CPU and in the fp32 run, so that run is what it always was.
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <iterator>
@@ -13,13 +12,15 @@
 #include <vector>
 
 #include "gpu/gpu_testing.hpp"
+#include "gpu/op_case_agreement.hpp"
 #include "support/tensor_testing.hpp"
 
 namespace dptrain {
 namespace {
-// The ops this binary compares, each in a TEST_CASE tagged with its name (batch norm in
-// batch_norm_test.cpp). Every op of DPTRAIN_BACKEND_OPS (backend.hpp) must be among them: the
-// compiler checks it, so an op cannot join the list without a CPU/GPU agreement case.
+// The ops this binary compares plan by plan, each in a TEST_CASE tagged with its name (batch norm in
+// batch_norm_test.cpp); their layers are compared on every op case further down. Every op of
+// DPTRAIN_BACKEND_OPS (backend.hpp) must be among them: the compiler checks it, so an op cannot join
+// the list without a CPU/GPU agreement case.
 constexpr std::string_view kComparedOps[] = {
     "convolution", "pooling", "batch_norm", "relu", "lrn", "concat", "linear", "softmax_cross_entropy", "dropout"};
 #define DPTRAIN_OP_NAME(name, Plan, params, args) std::string_view(#name),
@@ -35,22 +36,11 @@ static_assert(every_op_compared(), "an op of DPTRAIN_BACKEND_OPS has no CPU/GPU 
 
 using gpu_testing::activation;
 using gpu_testing::expect_agreement_in_all_precisions;
+using gpu_testing::in_16_bits;
 using gpu_testing::on;
 using gpu_testing::on_activation;
 using testing::distinct_tensor;
 using testing::random_tensor;
-
-// `t` with every value rounded to the nearest bf16 (ties to even), as f32: a value that bf16 and fp16
-// (in its range) both represent exactly.
-Tensor in_16_bits(const Tensor& t) {
-  Tensor out = Tensor::empty(t.shape());
-  for (std::int64_t i = 0; i < t.numel(); ++i) {
-    const auto bits = std::bit_cast<std::uint32_t>(t.data<float>()[i]);
-    const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-    out.data<float>()[i] = std::bit_cast<float>(rounded);
-  }
-  return out;
-}
 
 void check_convolution(const ConvolutionSpec& spec) {
   const Shape out = convolution_output_shape(spec, spec.who), weight = convolution_weight_shape(spec);
@@ -224,6 +214,23 @@ TEST_CASE("softmax cross-entropy and dropout: CPU and GPU agree", "[gpu][loss][d
       },
       {"probabilities", "loss", "logits gradient", "dropout output", "dropout input gradient"});
 }
+
+// Every op case of support/op_cases, through the op's layer: the shapes and parameters the CPU checks
+// against the reference. A TEST_CASE per op of DPTRAIN_BACKEND_OPS (generated from it) and one for add.
+void expect_cases_agree(const std::vector<testing::OpCase>& cases) {
+  for (const testing::OpCase& c : cases) {
+    DYNAMIC_SECTION(c.name) { gpu_testing::expect_op_case_agreement(c); }
+  }
+}
+
+#define DPTRAIN_OP_CASES_AGREE(name, Plan, params, args)                              \
+  TEST_CASE(#name " cases: CPU and GPU layers agree", "[gpu][op_cases][" #name "]") { \
+    expect_cases_agree(testing::name##_cases());                                      \
+  }
+DPTRAIN_BACKEND_OPS(DPTRAIN_OP_CASES_AGREE)
+#undef DPTRAIN_OP_CASES_AGREE
+
+TEST_CASE("add cases: CPU and GPU layers agree", "[gpu][op_cases][add]") { expect_cases_agree(testing::add_cases()); }
 
 TEST_CASE("element-wise ops and the SGD update: CPU and GPU agree", "[gpu][elementwise][sgd]") {
   const Shape shape{3, 17};

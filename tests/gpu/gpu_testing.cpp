@@ -1,9 +1,11 @@
 #include "gpu/gpu_testing.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 
@@ -84,11 +86,12 @@ double norm_relative_error(const Tensor& actual, const Tensor& reference, double
   return std::sqrt(difference) / std::max(std::sqrt(scale), floor);
 }
 
-void expect_agreement_in(std::initializer_list<Precision> precisions, const Run& run,
-                         const std::vector<std::string>& names, double low_tolerance) {
+namespace {
+void compare_in(std::initializer_list<Precision> precisions, const Run& run, const std::vector<std::string>& names,
+                const testing::Tolerance& tolerance) {
   for (Precision precision : precisions) {
     if (precision == Precision::fp32) {
-      compare(run, names, gpu(), 1e-4, false);
+      compare(run, names, gpu(), tolerance.fp32, false);
       continue;
     }
     Backend* backend = gpu(precision);
@@ -96,12 +99,33 @@ void expect_agreement_in(std::initializer_list<Precision> precisions, const Run&
       WARN("this GPU has no " << name_of(precision) << ": not compared");
       continue;
     }
-    compare(run, names, *backend, low_tolerance, true);
+    compare(run, names, *backend, precision == Precision::bf16 ? tolerance.bf16 : tolerance.fp16, true);
   }
+}
+}  // namespace
+
+void expect_agreement_in(std::initializer_list<Precision> precisions, const Run& run,
+                         const std::vector<std::string>& names, double low_tolerance) {
+  compare_in(precisions, run, names, testing::Tolerance{1e-4, low_tolerance, low_tolerance});
 }
 
 void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names, double low_tolerance) {
   expect_agreement_in({Precision::fp32, Precision::bf16, Precision::fp16}, run, names, low_tolerance);
+}
+
+void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names,
+                                        const testing::Tolerance& tolerance) {
+  compare_in({Precision::fp32, Precision::bf16, Precision::fp16}, run, names, tolerance);
+}
+
+Tensor in_16_bits(const Tensor& t) {
+  Tensor out = Tensor::empty(t.shape());
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    const auto bits = std::bit_cast<std::uint32_t>(t.data<float>()[i]);
+    const std::uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+    out.data<float>()[i] = std::bit_cast<float>(rounded);
+  }
+  return out;
 }
 
 void print_worst_agreement() {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dptrain/backend/backend.hpp"
+#include "support/op_cases.hpp"
 
 namespace dptrain::gpu_testing {
 
@@ -44,6 +45,13 @@ void expect_agreement_in(std::initializer_list<Precision> precisions, const Run&
 // The same in fp32, bf16 and fp16.
 void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names,
                                         double low_tolerance = 1e-2);
+// The same with each precision's bound from `tolerance` (an op case's).
+void expect_agreement_in_all_precisions(const Run& run, const std::vector<std::string>& names,
+                                        const testing::Tolerance& tolerance);
+
+// `t` with every value rounded to the nearest bf16 (ties to even), as f32: a value that bf16 and fp16
+// (in its range) both represent exactly, so that every precision computes from the same inputs.
+Tensor in_16_bits(const Tensor& t);
 
 // Records a comparison's error for print_worst_agreement (expect_agreement* call it themselves).
 void note_error(Precision precision, double error, double tolerance, const std::string& what);

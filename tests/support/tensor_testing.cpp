@@ -1,6 +1,7 @@
 #include "support/tensor_testing.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
 
@@ -104,12 +105,27 @@ void nudge(Tensor& x, const Tensor& v, double scale) {
   }
 }
 
+}  // namespace
+
 Tensor copy_of(const Tensor& t) {
   Tensor c = Tensor::empty(t.shape(), t.dtype());
   std::copy_n(static_cast<const std::byte*>(t.raw()), t.bytes(), static_cast<std::byte*>(c.raw()));
   return c;
 }
-}  // namespace
+
+void write_to(Backend& backend, const Tensor& host, Tensor& destination) {
+  REQUIRE(destination.shape() == host.shape());
+  backend.copy_from_host(host, destination);
+}
+
+PassContext training_pass(std::uint64_t seed, std::uint64_t epoch, std::int64_t first_sample) {
+  PassContext ctx;
+  ctx.training = true;
+  ctx.seed = seed;
+  ctx.epoch = epoch;
+  ctx.first_sample = first_sample;
+  return ctx;
+}
 
 Tensor run_forward(Layer& layer, const Shape& output_shape, std::span<const Tensor> inputs, const PassContext& ctx) {
   Tensor output = Tensor::zeros(output_shape);

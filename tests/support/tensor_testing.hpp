@@ -18,6 +18,14 @@ Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.f, f
 Tensor distinct_tensor(const Shape& shape, std::uint64_t seed, float gap = 0.01f);
 Tensor random_labels(std::int64_t count, int classes, std::uint64_t seed);
 
+// A host tensor's copy (same shape, type and bytes).
+Tensor copy_of(const Tensor& t);
+// Copies host f32 `host` into `destination`, a tensor of `backend`'s (a parameter, a buffer), after
+// checking that the shapes agree (copy_from_host checks only the element count).
+void write_to(Backend& backend, const Tensor& host, Tensor& destination);
+// A training pass of run (seed), epoch and first global sample (what dropout's mask depends on).
+PassContext training_pass(std::uint64_t seed, std::uint64_t epoch, std::int64_t first_sample);
+
 std::vector<double> to_double(const Tensor& t);
 Tensor from_double(const std::vector<double>& values, const Shape& shape);
 
