@@ -18,8 +18,8 @@
 //      what its backward reads (backward_reads_input / backward_reads_output, runs_in_place,
 //      saved_state_bytes): the memory planner frees activations by them, so an under-declared read is
 //      a wrong gradient. The defaults keep everything, which is safe.
-//   6. tests: a naive reference in tests/support and its cases, <op>_cases() (tests/support/op_cases.hpp:
-//      reference, finite differences, timing), and the GPU agreement case in tests/gpu/backend_agreement_test.cpp.
+//   6. tests: <op>_cases() and a naive reference in a tests/support/*_op_cases.cpp (op_cases.hpp): they
+//      drive the reference, finite-difference, timing and (generated per op) GPU agreement checks.
 #include <memory>
 #include <span>
 #include <string>
