@@ -7,6 +7,8 @@
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "gpu/gpu_testing.hpp"
@@ -205,6 +207,9 @@ TEST_CASE("softmax cross-entropy and dropout: CPU and GPU agree", "[gpu][loss][d
 // against the reference. A TEST_CASE per op of DPTRAIN_BACKEND_OPS (generated from it) and one for add.
 void expect_cases_agree(const std::vector<testing::OpCase>& cases) {
   REQUIRE_FALSE(cases.empty());  // an op's empty list would pass with nothing compared
+  // Catch2 runs a section once per name: a repeated name would skip its case.
+  std::set<std::string> names;
+  for (const testing::OpCase& c : cases) REQUIRE(names.insert(c.name).second);
   for (const testing::OpCase& c : cases) {
     DYNAMIC_SECTION(c.name) { gpu_testing::expect_op_case_agreement(c); }
   }

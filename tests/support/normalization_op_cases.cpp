@@ -31,6 +31,9 @@ void write_scale_and_shift(Layer& layer, Backend& backend, std::uint64_t seed, f
   const Shape channels = bn.scale().value.shape();
   write_to(backend, random_tensor(channels, seed, 0.5f, 1.5f), bn.scale().value);
   write_to(backend, random_tensor(channels, seed + 1, -shift_range, shift_range), bn.shift().value);
+  // Stale gradients, so a backward that adds to them instead of writing them fails the reference.
+  backend.fill(bn.scale().grad, 1000.f);
+  backend.fill(bn.shift().grad, 1000.f);
 }
 
 struct BatchNormShape {

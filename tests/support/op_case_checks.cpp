@@ -84,12 +84,13 @@ void check_reference(const OpCase& c, Layer& layer, const Shape& output, const O
       continue;
     }
     REQUIRE(run.dinputs[i].shape() == c.inputs[i]);  // the gradient keeps the input's shape
-    if (i < want.input_gradients.size() && !want.input_gradients[i].empty()) {
-      check_close("input gradient " + std::to_string(i), run.dinputs[i], want.input_gradients[i], tolerance);
-    }
+    // Every gradient the layer computes is compared: a reference that gives none is a broken case.
+    REQUIRE(i < want.input_gradients.size());
+    REQUIRE_FALSE(want.input_gradients[i].empty());
+    check_close("input gradient " + std::to_string(i), run.dinputs[i], want.input_gradients[i], tolerance);
   }
   const std::span<Parameter> parameters = layer.parameters();
-  REQUIRE(want.parameter_gradients.size() <= parameters.size());
+  REQUIRE(want.parameter_gradients.size() == parameters.size());
   for (std::size_t k = 0; k < want.parameter_gradients.size(); ++k) {
     check_close(parameters[k].name + " gradient", parameters[k].grad, want.parameter_gradients[k], tolerance);
   }
@@ -106,8 +107,12 @@ void check_op_case(const OpCase& c, Backend& backend) {
   if (c.prepare) c.prepare(*layer, backend);
   const OpInputs in = c.make_inputs();
   const GradientMask mask(c);
+  REQUIRE((c.reference || c.gradient_step));  // a case that checks nothing is a broken case
   if (c.reference) check_reference(c, *layer, output, in, mask.span());
   if (c.gradient_step) {
+    // Finite differences over nothing would measure no error at all.
+    const std::span<const bool> needs = mask.span();
+    REQUIRE((std::find(needs.begin(), needs.end(), true) != needs.end() || !layer->parameters().empty()));
     const double error = finite_difference_error(*layer, output, in.inputs, mask.span(), c.context, *c.gradient_step);
     CHECK(error < c.tolerance.fp32);
   }

@@ -37,8 +37,8 @@ struct ExpectedState {
   std::vector<double> expected;
 };
 
-// What the reference says the results are. An empty vector is not checked (an input without a
-// gradient, a parameter gradient the reference does not give).
+// What the reference says the results are: the output, a gradient for every input that gets one
+// (an input without one may have an empty vector), one for every parameter, and any kept state.
 struct ExpectedResults {
   std::vector<double> output;
   std::vector<std::vector<double>> input_gradients;      // per input

@@ -1,5 +1,7 @@
 #include "dptrain/data/buffer_pool.hpp"
 
+#include <algorithm>
+
 #include "dptrain/core/error.hpp"
 
 namespace dptrain::data {
@@ -11,6 +13,19 @@ std::shared_ptr<BufferPool> BufferPool::create(std::size_t bytes, std::size_t ke
 
 BufferPool::~BufferPool() {
   for (void* buffer : free_) memory_.release(buffer);
+}
+
+void BufferPool::reserve(std::size_t count) {
+  count = std::min(count, keep_);
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      if (free_.size() >= count) return;
+    }
+    void* buffer = memory_.allocate(bytes_);
+    std::lock_guard lock(mutex_);
+    free_.push_back(buffer);
+  }
 }
 
 std::shared_ptr<void> BufferPool::take() {

@@ -16,13 +16,19 @@ namespace dptrain::data {
 
 class BufferPool : public std::enable_shared_from_this<BufferPool> {
  public:
-  // `keep`: free buffers kept for reuse; more than that are given back to the system.
+  // `keep`: free buffers kept for reuse; more than that are given back to the system. It should cover
+  // every buffer out at once in steady state, so that none is allocated or released then (freeing
+  // page-locked memory synchronises the device).
   static std::shared_ptr<BufferPool> create(std::size_t bytes, std::size_t keep,
                                             HostMemory memory = pageable_host_memory());
   ~BufferPool();
   BufferPool(const BufferPool&) = delete;
   BufferPool& operator=(const BufferPool&) = delete;
 
+  // Allocates buffers until `count` are free (at most `keep`): up front, on the caller's thread. Page-
+  // locked memory is slow to allocate and serialises the GPU's streams while it is, so a loader
+  // allocates its buffers at construction, not in its workers during the first steps.
+  void reserve(std::size_t count);
   // A 64-byte aligned buffer of the pool's size (contents undefined); it returns to the pool when
   // the last copy of the pointer goes.
   std::shared_ptr<void> take();

@@ -105,7 +105,8 @@ Loader::Loader(const Manifest& manifest, std::string directory, LoaderConfig con
   image_buffers_ = BufferPool::create(
       static_cast<std::size_t>(augmenter_.output_size()) * size_of(c.images) * static_cast<std::size_t>(c.batch),
       static_cast<std::size_t>(c.prefetch) + 3, c.image_memory);
-  next_item_ = c.batch;  // no batch being handed out yet
+  image_buffers_->reserve(static_cast<std::size_t>(c.prefetch) + 3);  // up front: BufferPool::reserve
+  next_item_ = c.batch;                                               // no batch being handed out yet
 }
 
 Loader::~Loader() { stop_workers(); }

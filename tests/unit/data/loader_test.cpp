@@ -420,6 +420,7 @@ TEST_CASE("the loader fills its batches in the memory it is given, and gives all
     config.image_memory = memory.host_memory();
     config.prefetch = 1;
     Loader loader(m, dir.path.string(), config);
+    CHECK(memory.allocations == 4);  // prefetch + 3, up front on this thread
     Batch kept;
     for (int step = 0; step < 12; ++step) {
       Batch b = loader.next();
@@ -439,6 +440,15 @@ TEST_CASE("the loader fills its batches in the memory it is given, and gives all
 }
 
 TEST_CASE("a buffer pool gives back to its memory what it does not keep", "[data][loader]") {
+  {
+    CountedMemory reserved;
+    auto pool = BufferPool::create(64, 3, reserved.host_memory());
+    pool->reserve(2);
+    CHECK(reserved.allocations == 2);
+    const std::shared_ptr<void> a = pool->take(), b = pool->take();
+    CHECK(reserved.allocations == 2);  // both came from the reserve
+    CHECK(a.get() != b.get());
+  }
   CountedMemory memory;
   auto pool = BufferPool::create(100, 1, memory.host_memory());
   {
@@ -447,6 +457,8 @@ TEST_CASE("a buffer pool gives back to its memory what it does not keep", "[data
     CHECK(memory.holds(a.get()));
   }
   CHECK(memory.releases == 2);  // one kept for reuse
+  pool->reserve(5);             // up to `keep` (1): nothing to allocate
+  CHECK(memory.allocations == 3);
   std::shared_ptr<void> again = pool->take();
   CHECK(memory.allocations == 3);
   pool.reset();

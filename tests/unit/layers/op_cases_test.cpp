@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "dptrain/backend/backend.hpp"
@@ -22,6 +24,9 @@ Backend& cpu() {
 
 void check_cases(const std::vector<testing::OpCase>& cases) {
   REQUIRE_FALSE(cases.empty());  // an op's empty list would pass with nothing checked
+  // Catch2 runs a section once per name: a repeated name would skip its case.
+  std::set<std::string> names;
+  for (const testing::OpCase& c : cases) REQUIRE(names.insert(c.name).second);
   for (const testing::OpCase& c : cases) {
     DYNAMIC_SECTION(c.name) { testing::check_op_case(c, cpu()); }
   }

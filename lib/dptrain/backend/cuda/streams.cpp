@@ -27,6 +27,9 @@ PinnedBuffer::~PinnedBuffer() {
   if (data_) cudaFreeHost(data_);
 }
 
+// The device is set, not saved and restored: a process drives one GPU (one rank per GPU), so every
+// thread that touches CUDA uses this one, and restoring a loader thread's "previous" device (0, never
+// chosen) would make a context on GPU 0, as cudaSetDevice initialises its device's context.
 HostMemory page_locked_host_memory(int device) {
   HostMemory memory;
   memory.allocate = [device](std::size_t bytes) {
@@ -37,10 +40,9 @@ HostMemory page_locked_host_memory(int device) {
     return buffer;
   };
   memory.release = [device](void* buffer) {
-    // Errors are dropped: a release must not throw, and one that runs as the process exits finds
-    // the runtime unloading (cudaErrorCudartUnloading), which frees the memory itself.
-    if (cudaSetDevice(device) == cudaSuccess) (void)cudaFreeHost(buffer);
-    (void)cudaGetLastError();
+    // Errors are dropped (and cleared): a release must not throw, and one that runs as the process
+    // exits finds the runtime unloading; the memory goes with the process then.
+    if (cudaSetDevice(device) != cudaSuccess || cudaFreeHost(buffer) != cudaSuccess) (void)cudaGetLastError();
   };
   memory.kind = "page-locked";
   return memory;
