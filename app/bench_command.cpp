@@ -18,13 +18,18 @@
 #include "dptrain/core/json_line.hpp"
 #include "dptrain/core/record_json.hpp"
 #include "dptrain/net/memory_estimate.hpp"
+#include "dptrain/train/layer_profile.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
 #include "dptrain/train/training_stack.hpp"
+#include "layer_table.hpp"
 #include "option_checks.hpp"
 
 namespace dptrain::app {
 namespace {
+// Steps `--layers` profiles after the timed ones (the table gives their mean).
+constexpr int kProfiledSteps = 3;
+
 struct BenchOptions {
   std::string model;
   int batch = 16;
@@ -34,6 +39,7 @@ struct BenchOptions {
   int classes = 1000;
   std::uint64_t seed = 1;
   std::string json;
+  bool layers = false;
   distributed::JobOptions dist;
   BackendOptions device;
 };
@@ -94,6 +100,16 @@ int run_bench(const BenchOptions& o) {
     out << "  step " << std::setw(3) << s + 1 << (s < o.warmup ? " (warm-up)" : "          ") << "  loss " << std::fixed
         << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << global_batch / seconds << " img/s\n";
   }
+  // Where the time goes, after the timed steps so that the marks do not slow them.
+  LayerProfile layer_profile;
+  if (o.layers) {
+    LayerProfiler profiler(net);
+    for (int s = 0; s < kProfiledSteps; ++s) {
+      (void)trainer.step(0, 0);
+      profiler.step_finished();
+    }
+    layer_profile = profiler.profile();
+  }
   // The slowest rank's mean compute a step: what the scaling model (dptrain predict) starts from.
   double compute_per_step = compute_sum / std::max(1, o.steps);
   comm.allreduce(&compute_per_step, 1, distributed::ElementType::f64, distributed::ReduceOp::max);
@@ -113,6 +129,8 @@ int run_bench(const BenchOptions& o) {
   estimate_options.precision = parse_precision(o.device.precision);
   estimate_options.cuda = !backend.device().is_cpu();
   estimate_options.ranks = ranks;
+  const std::vector<ConvolutionSearch> searches = backend.convolution_searches();
+  if (!searches.empty()) estimate_options.workspace_cap = searches.front().workspace_cap_bytes;
   const MemoryEstimate estimate = estimate_memory(net, estimate_options);
   const std::size_t planned_bytes =
       (o.device.memory_plan ? estimate.total() : estimate.total_unplanned()) - estimate.reserved;
@@ -150,6 +168,11 @@ int run_bench(const BenchOptions& o) {
       out << ", " << search.nondeterministic_fallbacks << " with no deterministic one that ran";
     }
     out << "\n";
+  }
+  if (o.layers) {
+    print_layer_tables(out, layer_profile,
+                       backend.device().is_cpu() ? "host clock" : "CUDA events on the compute stream");
+    print_convolution_searches(out, searches);
   }
   if (!o.json.empty()) {
     BenchResult result;
@@ -210,6 +233,10 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--classes", o->classes, "Number of classes")->check(in_range(2, 1 << 20))->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights and the synthetic data")->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the result as JSON to this file (rank 0)");
+  cmd->add_flag("--layers", o->layers,
+                "Also time every layer's forward and backward pass (3 more steps after the timed ones) and print "
+                "where the time goes per layer kind and per layer, and cuDNN's best against its best deterministic "
+                "algorithm for every convolution");
   add_distributed_options(cmd, o->dist);
   add_backend_options(cmd, o->device, true);
   return [o] { return run_bench(*o); };

@@ -52,9 +52,11 @@ MemoryReport memory_report(const std::string& model, ModelConfig config, const M
     c.batch = static_cast<int>(batch);
     return build_model(model, *backend, c);
   };
+  // A limit is the device's memory: the cuDNN workspace cap follows what the rest leaves of it.
+  if (!q.memory_limit.empty()) r.options.device_bytes = parse_byte_size(q.memory_limit, "--memory-limit");
   r.estimate = estimate_memory(*build(q.batch), r.options);
   if (!q.memory_limit.empty()) {
-    r.limit = parse_byte_size(q.memory_limit, "--memory-limit");
+    r.limit = r.options.device_bytes;
     r.largest = largest_batch(build, r.options, r.limit, true);
     r.largest_unplanned = largest_batch(build, r.options, r.limit, false);
   }

@@ -18,7 +18,10 @@
 #   `dptrain info`: the CUDA runtime, driver, cuBLAS, cuDNN (found and built with), NCCL (found and
 #   built with) and the GPUs. With no device it stops with "no usable GPU" and the runtime's
 #   cudaError (exit 3).
-# Stage 1 (under 5 minutes): the GPU tests (device; NCCL on one rank; NCCL on two ranks and a rank
+# Stage 1 (under 5 minutes): first, after the device test, `dptrain bench --layers` of ResNet-50 in
+#   bf16: where its step's time goes, per layer kind and per layer, and every convolution's fastest
+#   cuDNN algorithm against its fastest deterministic one (the per-kind table in the summary, the rest
+#   in the log); then the GPU tests (NCCL on one rank; NCCL on two ranks and a rank
 #   frozen in the GPU allreduce, both under the bundle's own Open MPI mpiexec; CPU/GPU agreement of
 #   every op in fp32, bf16 and fp16, a model step, the same step twice bit for bit; the gradient reducer
 #   with late streams; ResNet-50's stem at batch 512 against the CPU), then `dptrain bench` of
@@ -341,18 +344,8 @@ verdict() {  # verdict NAME RC: one summary line; the log's tail on stdout on fa
 }
 say "stage 1: GPU tests, then benchmarks (batch $batch, $warmup warm-up + $steps timed steps) until +${deadline}s"
 step gpu_device 60 "$work/bin/gpu_device"; verdict gpu_device $?
-step gpu_nccl 60 "$work/bin/gpu_nccl"; verdict gpu_nccl $?
-# Two ranks under mpiexec (seconds each). The frozen rank's report, as tests/gpu/CMakeLists.txt expects it.
-mpi_step gpu_nccl_np2 gpu_nccl 45
-frozen_report='rank 0: collective #[0-9]+ \([a-z -]+\) has waited [0-9]+ s, longer than --stall-timeout 8 s. ranks that stopped answering \(frozen, killed, or their node is lost\): 1 on node1 '
-mpi_step gpu_nccl_frozen_rank gpu_nccl_frozen_rank 45 "$frozen_report"
-step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
-grep -E '^(agreement |bf16 batch norm|algorithm searches )' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
-step gpu_reducer_fence 30 "$work/bin/gpu_reducer_fence"; verdict gpu_reducer_fence $?
-grep -E '^reducer fence' "$logs/gpu_reducer_fence.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
-step gpu_resnet_stem 60 "$work/bin/gpu_resnet_stem"; verdict gpu_resnet_stem $?
-grep -E '^(resnet50 stem|agreement |algorithm searches )' "$logs/gpu_resnet_stem.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
 
+# The benchmarks' helpers first: where ResNet-50's bf16 step spends its time is the first thing printed.
 runs=()  # "source model precision" of every result file, in order, for bench.json and the table
 write_bench_json() {
   local first=1 entry src model precision
@@ -371,13 +364,18 @@ write_bench_json() {
 }
 field() { grep -o "\"$2\": *[-0-9.e+]*" "$1" 2>/dev/null | head -n 1 | sed 's/.*: *//'; }
 rate() { awk -v r="$(field "$1" images_per_sec)" -v e="$(field "$1" images_per_sec_stderr)" 'BEGIN {printf "%.1f +/- %.1f images/s", r, e}'; }
-backend=cuda headline=resnet50 others=(googlenet inception-bn inception-v3)
-(( rehearse )) && backend=cpu headline=lenet others=(inception-mini)
-bench() {  # bench MODEL PRECISION [nondeterministic]: the last, cuDNN's fastest algorithms, atomics too
+backend=cuda headline=resnet50 first=bf16 others=(googlenet inception-bn inception-v3)
+(( rehearse )) && backend=cpu headline=lenet first=fp32 others=(inception-mini)
+# bench MODEL PRECISION [nondeterministic|layers]: nondeterministic takes cuDNN's fastest algorithms,
+# atomics too; layers adds `--layers` (where the step's time goes, per layer kind and per layer, and
+# every convolution's best algorithm against its best deterministic one) and copies its tables into
+# the summary.
+bench() {
   local name=dptrain-$1-$2 rc extra=() label=$2
   if [[ ${3:-} == nondeterministic ]]; then extra=(--nondeterministic) label=$2-nondeterministic name+=-nondeterministic; fi
+  [[ ${3:-} == layers ]] && extra=(--layers)
   if [[ $backend == cpu && $2 != fp32 ]]; then say "$1 $2: left out (the CPU backend trains in fp32)"; return; fi
-  if [[ $backend == cpu && -n ${3:-} ]]; then say "$1 $label: left out (the CPU backend has no algorithm search)"; return; fi
+  if [[ $backend == cpu && ${3:-} == nondeterministic ]]; then say "$1 $label: left out (the CPU backend has no algorithm search)"; return; fi
   step "$name" 120 "$work/bin/dptrain" bench --backend "$backend" --model "$1" --precision "$2" --batch-size "$batch" \
     --steps "$steps" --warmup "$warmup" --json "$logs/$name.json" "${extra[@]}"
   rc=$?
@@ -385,6 +383,10 @@ bench() {  # bench MODEL PRECISION [nondeterministic]: the last, cuDNN's fastest
     runs+=("dptrain $1 $label")
     write_bench_json
     say "$1 $label: $(rate "$logs/$name.json")$(grep -m 1 -o 'GPU memory: .*' "$logs/$name.log" | sed 's/^/; /')$(grep -m 1 -o 'cuDNN algorithm search: .*' "$logs/$name.log" | sed 's/^/; /')"
+    if [[ ${3:-} == layers ]]; then  # the per-kind table, the convolutions' sums; the rest stays in the log
+      sed -n '/^time per layer kind/,/^time per layer (/p' "$logs/$name.log" | sed '$d' | sed 's/^/    /' | tee -a "$out/summary.txt"
+      grep -E '^  sum over the layers: ' "$logs/$name.log" | sed 's/^/    convolutions:/' | tee -a "$out/summary.txt"
+    fi
     pack_logs
   else
     verdict "$name" "$rc"
@@ -415,8 +417,21 @@ peer() {  # peer PRECISION: torchvision's ResNet-50 in PyTorch, the same batch a
     verdict "$name" "$rc"
   fi
 }
-bench "$headline" fp32
-bench "$headline" bf16
+bench "$headline" "$first" layers
+
+step gpu_nccl 60 "$work/bin/gpu_nccl"; verdict gpu_nccl $?
+# Two ranks under mpiexec (seconds each). The frozen rank's report, as tests/gpu/CMakeLists.txt expects it.
+mpi_step gpu_nccl_np2 gpu_nccl 45
+frozen_report='rank 0: collective #[0-9]+ \([a-z -]+\) has waited [0-9]+ s, longer than --stall-timeout 8 s. ranks that stopped answering \(frozen, killed, or their node is lost\): 1 on node1 '
+mpi_step gpu_nccl_frozen_rank gpu_nccl_frozen_rank 45 "$frozen_report"
+step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
+grep -E '^(agreement |bf16 batch norm|algorithm searches )' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+step gpu_reducer_fence 30 "$work/bin/gpu_reducer_fence"; verdict gpu_reducer_fence $?
+grep -E '^reducer fence' "$logs/gpu_reducer_fence.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+step gpu_resnet_stem 60 "$work/bin/gpu_resnet_stem"; verdict gpu_resnet_stem $?
+grep -E '^(resnet50 stem|agreement |algorithm searches )' "$logs/gpu_resnet_stem.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+
+[[ $first == fp32 ]] || bench "$headline" fp32
 bench "$headline" fp32 nondeterministic  # what the default's deterministic algorithms cost
 bench "$headline" bf16 nondeterministic
 peer bf16

@@ -126,6 +126,12 @@ BATCH=4 STEPS=2 WARMUP=1 OUT="$work/rehearsal/out" bash "$repo/scripts/gpu-check
 rc=$?
 (( rc <= 1 )) || { cat "$work/rehearsal.log"; fail "rehearsal: exit code $rc"; }
 grep -Eq '^\| lenet \| fp32 \| 4 \| [0-9.]+ \|' "$work/rehearsal.log" || { cat "$work/rehearsal.log"; fail "rehearsal: no table row for lenet"; }
+# The first benchmark's --layers tables reach the summary: every kind of lenet's layers with a time, the
+# step's own row.
+for kind in convolution pooling linear softmax_cross_entropy step; do
+  grep -Eq "^ +${kind} .* [0-9]+\.[0-9]{3} +[0-9.]+%$" "$work/rehearsal/out/summary.txt" ||
+    { cat "$work/rehearsal/out/summary.txt"; fail "rehearsal: no '$kind' row in the per-layer-kind table of the summary"; }
+done
 python3 - "$work/rehearsal/out" <<'PY' || fail "rehearsal: bench.json, logs.tar.gz or the file count is wrong"
 import json, os, sys, tarfile
 out = sys.argv[1]

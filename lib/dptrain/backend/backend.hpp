@@ -121,6 +121,15 @@ class Fence {
   virtual void wait() = 0;
 };
 
+// A point in a backend's queue of work whose time is known once the work before it is done.
+class TimeMark {
+ public:
+  virtual ~TimeMark() = default;
+  // Milliseconds from `earlier` (a mark of the same backend, made before this one) to this mark;
+  // waits for the work queued before this mark.
+  virtual double milliseconds_since(const TimeMark& earlier) = 0;
+};
+
 // Moves the next batch's images to the device while the current step computes. stage() starts the
 // transfer of a host batch (a GPU copies it into page-locked memory and from there on a copy stream);
 // finish() makes the work queued after it see the staged images in `images` (converted to the
@@ -225,6 +234,17 @@ class Backend {
     return {0, "the " + name() + " backend chooses nothing by measuring"};
   }
   virtual AlgorithmSearchStats algorithm_search() const { return {}; }
+  // After the first training step, when every op has made its choices: gives back the memory only
+  // the searches needed (on a GPU, the workspace beyond what the chosen algorithms use, and the
+  // allocator's cached blocks). Later searches (another net's) still work; they grow it again.
+  virtual void release_search_memory() {}
+  // Every convolution search made so far, in the order made (empty where nothing is searched).
+  virtual std::vector<ConvolutionSearch> convolution_searches() const { return {}; }
+
+  // A mark in this backend's queue of work, for timing it (`dptrain bench --layers`): the time
+  // between two marks is the device's time for the work queued between them. The host clock where
+  // every op finishes before it returns (the CPU); CUDA events on a GPU.
+  virtual std::unique_ptr<TimeMark> time_mark();
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

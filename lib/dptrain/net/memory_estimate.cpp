@@ -45,7 +45,6 @@ MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& o) {
   }
   if (o.cuda) {
     e.reserved = kCudaReservedBytes;
-    e.workspace = cudnn_workspace_cap_bytes();
     e.inputs += static_cast<std::size_t>(net.image_shape().numel()) * sizeof(float);  // the stager's f32 batch
     if (o.precision != Precision::fp32) {
       // bf16/fp16: a low-precision copy of each convolution weight and, in training, of its gradient;
@@ -54,6 +53,17 @@ MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& o) {
       e.workspace += linear_weights / sizeof(float) * size_of(activation);
       e.workspace += widened;
     }
+    // The first step's searches may use the cap, which follows what everything else leaves free on
+    // the device; a plan counts at least the cap without a device (512 MiB), so that the largest
+    // batch still leaves the searches a useful workspace.
+    const std::size_t rest = e.total();
+    std::size_t cap = cudnn_workspace_cap_bytes();
+    if (o.workspace_cap > 0) {
+      cap = o.workspace_cap;
+    } else if (o.device_bytes > rest) {
+      cap = std::max(cap, cudnn_workspace_cap_bytes(o.device_bytes - rest));
+    }
+    e.workspace += cap;
   } else {
     // oneDNN's convolutions read their weights in their own blocked layouts: a copy for the forward
     // pass and, in training, one for backward-data and one for the weight gradient.

@@ -22,6 +22,12 @@ struct MemoryEstimateOptions {
   Precision precision = Precision::fp32;
   bool cuda = false;  // the CUDA backend's workspace, low-precision weight copies and context
   int ranks = 1;      // the job's ranks: the reducer's buckets hold the gradients themselves, no extra copy
+  // CUDA: the device's memory, where known (`inspect --memory-limit`): the cuDNN workspace cap then
+  // follows what the rest leaves free, as on the device (backend/cudnn_workspace.hpp), but counts no
+  // less than the cap without a device; 0: the cap without a device.
+  std::size_t device_bytes = 0;
+  // CUDA: the cap a running backend chose (bench); 0: from device_bytes.
+  std::size_t workspace_cap = 0;
 };
 
 // Bytes, per rank.

@@ -21,7 +21,9 @@ void Net::run_forward(const PassContext& ctx) {
     if ((node.training_only && !ctx.training) || node.forward_fused) continue;
     in.clear();
     for (int j : node.inputs) in.push_back(&nodes_[static_cast<std::size_t>(j)].output);
+    for (StepHooks* hooks : step_hooks_) hooks->layer_starting(i, false);
     node.layer->forward(ctx, in, node.output);
+    for (StepHooks* hooks : step_hooks_) hooks->layer_finished(i, false);
   }
   last_training_ = ctx.training;
 }
@@ -57,6 +59,7 @@ void Net::backward() {
   std::vector<std::size_t> to_sum;
   for (std::size_t i = nodes_.size(); i-- > 2;) {
     Node& node = nodes_[i];
+    for (StepHooks* hooks : step_hooks_) hooks->layer_starting(i, true);
     if (!node.is_loss && !written[i]) backend_->fill(node.grad, 0.f);  // a branch no loss reads
     in.clear();
     din.clear();
@@ -78,6 +81,7 @@ void Net::backward() {
     for (std::size_t n : to_sum) {
       backend_->axpby(1.f, node.input_scratch[n], 1.f, nodes_[static_cast<std::size_t>(node.inputs[n])].grad);
     }
+    for (StepHooks* hooks : step_hooks_) hooks->layer_finished(i, true);
     for (StepHooks* hooks : step_hooks_) {
       for (Parameter& p : node.layer->parameters()) hooks->gradient_ready(p);
     }

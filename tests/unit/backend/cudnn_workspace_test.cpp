@@ -47,3 +47,17 @@ TEST_CASE("a DPTRAIN_CUDNN_WORKSPACE_MB that is not a whole number of MiB is an 
     }
   }
 }
+
+TEST_CASE("the cuDNN workspace cap follows the device's free memory: a quarter, bounded") {
+  ::unsetenv("DPTRAIN_CUDNN_WORKSPACE_MB");
+  constexpr std::size_t MiB = std::size_t{1} << 20, GiB = std::size_t{1} << 30;
+  CHECK(dptrain::cudnn_workspace_cap_bytes(120 * GiB) == 4 * GiB);    // an H200 after ResNet-50: the ceiling
+  CHECK(dptrain::cudnn_workspace_cap_bytes(8 * GiB) == 2 * GiB);      // a quarter
+  CHECK(dptrain::cudnn_workspace_cap_bytes(1 * GiB) == 512 * MiB);    // the floor of 512 MiB
+  CHECK(dptrain::cudnn_workspace_cap_bytes(600 * MiB) == 300 * MiB);  // but never more than half of what is free
+  CHECK(dptrain::cudnn_workspace_cap_bytes(0) == 0);
+  CHECK(dptrain::cudnn_workspace_cap_bytes() == 512 * MiB);  // no device known: the floor
+  WorkspaceVariable set("64");                               // the override wins over the device's memory
+  CHECK(dptrain::cudnn_workspace_cap_bytes(120 * GiB) == 64 * MiB);
+  CHECK(dptrain::cudnn_workspace_cap_bytes(0) == 64 * MiB);
+}

@@ -3,7 +3,9 @@
 #include "dptrain/net/memory_estimate.hpp"
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
 
+#include "dptrain/backend/cudnn_workspace.hpp"
 #include "dptrain/net/models/registry.hpp"
 
 using namespace dptrain;
@@ -84,4 +86,32 @@ TEST_CASE("the largest batch fits the limit and one more does not", "[net][memor
   o.cuda = true;
   CHECK(largest_batch([&](std::int64_t b) { return dry(*backend, "lenet", b, NetPurpose::training); }, o,
                       std::size_t{256} << 20) == 0);
+}
+
+TEST_CASE("on a GPU of known size the workspace is the cap that the rest leaves, never less than 512 MiB",
+          "[net][memory]") {
+  ::unsetenv("DPTRAIN_CUDNN_WORKSPACE_MB");
+  auto backend = make_cpu_backend();
+  auto net = dry(*backend, "resnet50", 64, NetPurpose::training);
+  MemoryEstimateOptions o;
+  o.cuda = true;
+  o.precision = Precision::bf16;
+  const MemoryEstimate unknown = estimate_memory(*net, o);  // no device: the 512 MiB floor
+  const std::size_t rest = unknown.total() - kWorkspaceFloorBytes;
+  constexpr std::size_t GiB = std::size_t{1} << 30;
+  o.device_bytes = rest + 8 * GiB;  // 8 GiB left: a quarter of it
+  CHECK(estimate_memory(*net, o).workspace == unknown.workspace - kWorkspaceFloorBytes + 2 * GiB);
+  o.device_bytes = rest + 100 * GiB;  // an H200's worth left: the 4 GiB ceiling
+  CHECK(estimate_memory(*net, o).workspace == unknown.workspace - kWorkspaceFloorBytes + 4 * GiB);
+  o.device_bytes = rest + GiB / 2;  // hardly anything left: the plan still counts the floor
+  CHECK(estimate_memory(*net, o).workspace == unknown.workspace);
+  o.workspace_cap = 3 * GiB;  // a running backend's own cap wins
+  CHECK(estimate_memory(*net, o).workspace == unknown.workspace - kWorkspaceFloorBytes + 3 * GiB);
+  // The largest batch is the same with and without the device's size: at that batch the floor is what is left.
+  auto build = [&](std::int64_t batch) { return dry(*backend, "resnet50", batch, NetPurpose::training); };
+  MemoryEstimateOptions known = o, plain = o;
+  known.workspace_cap = plain.workspace_cap = 0;
+  known.device_bytes = std::size_t{16} << 30;
+  plain.device_bytes = 0;
+  CHECK(largest_batch(build, known, known.device_bytes) == largest_batch(build, plain, known.device_bytes));
 }

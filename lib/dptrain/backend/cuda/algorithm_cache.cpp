@@ -1,7 +1,9 @@
 #include "dptrain/backend/cuda/algorithm_cache.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <sstream>
 
 #include "dptrain/core/json_line.hpp"
@@ -43,18 +45,64 @@ std::string AlgorithmCache::key(const char* pass, DType type, const ConvolutionS
   return out.str();
 }
 
+std::string algorithm_name(const char* pass, int algo) {
+  static const char* const forward[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+                                        "WINOGRAD",      "WINOGRAD_NONFUSED"};
+  static const char* const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const filter[] = {"ALGO_0",    "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED",
+                                       "FFT_TILING"};
+  static_assert(std::size(forward) == CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+  static_assert(std::size(data) == CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+  static_assert(std::size(filter) == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+  const char* const* names = nullptr;
+  std::size_t count = 0;
+  const std::string p = pass;
+  if (p == "forward") names = forward, count = std::size(forward);
+  if (p == "backward-data") names = data, count = std::size(data);
+  if (p == "backward-weights") names = filter, count = std::size(filter);
+  if (names != nullptr && algo >= 0 && static_cast<std::size_t>(algo) < count) return names[algo];
+  // Appended, not `"#" + to_string(...)`, which GCC 12 misreads as an overlapping copy (-Wrestrict).
+  std::string unknown = "#";
+  unknown += std::to_string(algo);
+  return unknown;
+}
+
+const char* math_type_name(cudnnMathType_t math) {
+  switch (math) {
+    case CUDNN_DEFAULT_MATH: return "default";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op (conversion)";
+    case CUDNN_FMA_MATH: return "FMA";
+  }
+  return "unknown";
+}
+
 const FoundAlgorithm* AlgorithmCache::find(const std::string& key, bool count_reuse) {
   const auto it = found_.find(key);
   if (it == found_.end()) return nullptr;
-  if (count_reuse) ++stats_.reused;
+  if (count_reuse) {
+    ++stats_.reused;
+    for (ConvolutionSearch& s : searches_) {
+      if (s.key == key) ++s.layers;
+    }
+  }
   return &it->second;
 }
 
-void AlgorithmCache::add(const std::string& key, const FoundAlgorithm& found, double seconds, bool fell_back) {
+void AlgorithmCache::add(const std::string& key, const FoundAlgorithm& found, double seconds, bool fell_back,
+                         ConvolutionSearch search) {
   found_[key] = found;
   ++stats_.searches;
   stats_.seconds += seconds;
   if (fell_back) ++stats_.nondeterministic_fallbacks;
+  search.key = key;
+  searches_.push_back(std::move(search));
+}
+
+std::size_t AlgorithmCache::largest_workspace() const {
+  std::size_t largest = 0;
+  for (const auto& [key, found] : found_) largest = std::max(largest, found.workspace);
+  return largest;
 }
 
 std::string AlgorithmCache::to_text(const std::string& fingerprint) const {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "dptrain/backend/specs.hpp"
 #include "dptrain/backend/tuned_choices.hpp"
@@ -40,6 +41,39 @@ int pick_algorithm(const Perf* results, int returned, bool deterministic, bool& 
   return fastest;
 }
 
+// cuDNN's name of an algorithm of a pass ("forward", "backward-data", "backward-weights"), without
+// the enum's prefix: IMPLICIT_PRECOMP_GEMM, ALGO_1, WINOGRAD_NONFUSED...; "#N" for one it does not know.
+std::string algorithm_name(const char* pass, int algo);
+const char* math_type_name(cudnnMathType_t math);
+
+// The search record of cuDNN's timed results (sorted fastest first) for `pass`: the fastest, the
+// fastest deterministic and the one at `pick`.
+template <typename Perf>
+ConvolutionSearch describe_search(const char* pass, const Perf* results, int returned, int pick,
+                                  std::size_t workspace_cap) {
+  ConvolutionSearch s;
+  s.workspace_cap_bytes = workspace_cap;
+  for (int i = 0; i < returned; ++i) {
+    const Perf& r = results[i];
+    if (r.status != CUDNN_STATUS_SUCCESS) continue;
+    if (s.fastest_ms < 0) {
+      s.fastest_ms = r.time;
+      s.fastest_algorithm = algorithm_name(pass, static_cast<int>(r.algo));
+    }
+    if (s.fastest_deterministic_ms < 0 && r.determinism == CUDNN_DETERMINISTIC) {
+      s.fastest_deterministic_ms = r.time;
+      s.fastest_deterministic_algorithm = algorithm_name(pass, static_cast<int>(r.algo));
+    }
+  }
+  if (pick >= 0 && pick < returned) {
+    s.chosen_ms = results[pick].time;
+    s.chosen_algorithm = algorithm_name(pass, static_cast<int>(results[pick].algo));
+    s.math = math_type_name(results[pick].mathType);
+    s.workspace_bytes = results[pick].memory;
+  }
+  return s;
+}
+
 class AlgorithmCache {
  public:
   // The identity of a search: the pass, the element type and everything of the spec that cuDNN's
@@ -49,8 +83,14 @@ class AlgorithmCache {
   // The choice for `key`, or nullptr; `count_reuse`: a plan's first look-up (a search saved), not
   // its look again after adopt().
   const FoundAlgorithm* find(const std::string& key, bool count_reuse = true);
-  void add(const std::string& key, const FoundAlgorithm& found, double seconds, bool fell_back = false);
+  // `search`: what the search timed, for `dptrain bench --layers` (its key is set here).
+  void add(const std::string& key, const FoundAlgorithm& found, double seconds, bool fell_back = false,
+           ConvolutionSearch search = {});
   AlgorithmSearchStats stats() const { return stats_; }
+  // Every search add() recorded, in order, with how many layers looked its key up.
+  std::vector<ConvolutionSearch> searches() const { return searches_; }
+  // The largest workspace of any choice held (what the plans need once the searches are over).
+  std::size_t largest_workspace() const;
 
   // Whether searches take deterministic algorithms only (the default; --nondeterministic turns it off).
   bool deterministic() const { return deterministic_; }
@@ -68,6 +108,7 @@ class AlgorithmCache {
 
  private:
   std::map<std::string, FoundAlgorithm> found_;
+  std::vector<ConvolutionSearch> searches_;
   AlgorithmSearchStats stats_;
   bool deterministic_ = true;
   int generation_ = 0;

@@ -1,5 +1,6 @@
 #include "dptrain/backend/cuda/context.hpp"
 
+#include "dptrain/backend/cudnn_workspace.hpp"
 #include "dptrain/core/error.hpp"
 
 namespace dptrain::cuda {
@@ -53,6 +54,26 @@ void* CudaContext::workspace(std::size_t bytes) {
     workspace_bytes_ = bytes;
   }
   return workspace_bytes_ ? workspace_.raw() : nullptr;
+}
+
+std::size_t CudaContext::workspace_cap() {
+  if (!workspace_cap_set_) {
+    std::size_t free = 0, total = 0;
+    DPTRAIN_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    const MemoryStats held = allocator_->stats();
+    const std::size_t cached = held.reserved > held.in_use ? held.reserved - held.in_use : 0;
+    workspace_cap_ = cudnn_workspace_cap_bytes(free + cached + workspace_bytes_);
+    workspace_cap_set_ = true;
+  }
+  return workspace_cap_;
+}
+
+void CudaContext::shrink_workspace(std::size_t bytes) {
+  if (workspace_bytes_ <= bytes) return;
+  workspace_ = Tensor();
+  workspace_bytes_ = 0;
+  allocator_->empty_cache();  // synchronises the device first: the old block is no longer read
+  (void)workspace(bytes);
 }
 
 void check_device_tensor(const CudaContext& ctx, const Tensor& t, const Shape& shape, const std::string& who,

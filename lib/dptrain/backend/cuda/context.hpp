@@ -39,6 +39,13 @@ class CudaContext {
   // stream, so one workspace serves them all; it only grows (in the allocator's stream order).
   void* workspace(std::size_t bytes);
   std::size_t workspace_size() const { return workspace_bytes_; }
+  // The most workspace a convolution's algorithm search may offer (backend/cudnn_workspace.hpp): set
+  // at the first call from the memory then free on the device (the driver's free memory plus the
+  // allocator's cached blocks, which it reuses), and kept, so every layer is searched under one cap.
+  std::size_t workspace_cap();
+  // Gives back a workspace larger than `bytes` (the searches' cap, once the algorithms are chosen)
+  // and the allocator's cached blocks: waits for the device.
+  void shrink_workspace(std::size_t bytes);
 
  private:
   int device_;
@@ -50,6 +57,8 @@ class CudaContext {
   AlgorithmCache algorithm_cache_;
   Tensor workspace_;
   std::size_t workspace_bytes_ = 0;
+  std::size_t workspace_cap_ = 0;
+  bool workspace_cap_set_ = false;
 };
 
 using CudaContextPtr = std::shared_ptr<CudaContext>;

@@ -20,7 +20,6 @@
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
-#include "dptrain/backend/cudnn_workspace.hpp"
 
 namespace dptrain::cuda {
 namespace {
@@ -41,7 +40,8 @@ struct Chosen {
 // policy allows any (pick_algorithm); the cache then keeps it. An adopted choice is checked first:
 // `workspace_of(algo, math, &bytes)` (cudnnGet*WorkspaceSize with that math type) must accept it for
 // these descriptors, and its workspace is what cuDNN says, never the number it came with, within
-// this run's cap (DPTRAIN_CUDNN_WORKSPACE_MB may differ from the run that chose); one that fails
+// this run's cap (which follows this device's free memory, or DPTRAIN_CUDNN_WORKSPACE_MB, and may
+// differ from the run that chose); one that fails
 // either is searched again.
 template <typename Perf, int Count, typename Algo, typename Find, typename WorkspaceOf>
 void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, const std::string& who, const char* pass,
@@ -51,7 +51,7 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
   if (const FoundAlgorithm* found = cache.find(key, !chosen.done)) {
     std::size_t bytes = found->workspace;
     if (!found->adopted || (workspace_of(static_cast<Algo>(found->algo), found->math, &bytes) == CUDNN_STATUS_SUCCESS &&
-                            bytes <= cudnn_workspace_cap_bytes())) {
+                            bytes <= ctx.workspace_cap())) {
       chosen = {true, cache.generation(), static_cast<Algo>(found->algo), bytes, found->math};
       return;
     }
@@ -61,15 +61,18 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
   const auto start = std::chrono::steady_clock::now();
   std::array<Perf, Count> results{};
   int returned = 0;
-  const std::size_t cap = cudnn_workspace_cap_bytes();  // DPTRAIN_CUDNN_WORKSPACE_MB overrides
+  const std::size_t cap = ctx.workspace_cap();  // DPTRAIN_CUDNN_WORKSPACE_MB overrides
   DPTRAIN_CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
   bool fell_back = false;
   const int pick = pick_algorithm(results.data(), returned, cache.deterministic(), fell_back);
   if (pick < 0) throw Error(who + ": cuDNN found no working algorithm for the " + pass + " pass");
   const auto& best = results[static_cast<std::size_t>(pick)];
   DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx.stream()));
+  ConvolutionSearch search = describe_search(pass, results.data(), returned, pick, cap);
+  search.layer = who;
   cache.add(key, {static_cast<int>(best.algo), best.memory, best.mathType},
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), fell_back);
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), fell_back,
+            std::move(search));
   chosen = {true, cache.generation(), best.algo, best.memory, best.mathType};
 }
 

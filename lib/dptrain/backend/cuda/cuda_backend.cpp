@@ -32,6 +32,34 @@ class CudaFence final : public Fence {
   Event event_;
 };
 
+// A timing event on the compute stream (`dptrain bench --layers`): the GPU's clock when the stream
+// reached it, so the time between two marks is the device's time for the work queued between them
+// (with any gap where the GPU waited for the host to queue more).
+class CudaTimeMark final : public TimeMark {
+ public:
+  CudaTimeMark(cudaStream_t stream) {
+    DPTRAIN_CUDA_CHECK(cudaEventCreate(&event_));
+    const cudaError_t recorded = cudaEventRecord(event_, stream);
+    if (recorded != cudaSuccess) {
+      cudaEventDestroy(event_);
+      DPTRAIN_CUDA_CHECK(recorded);
+    }
+  }
+  ~CudaTimeMark() override { cudaEventDestroy(event_); }
+  CudaTimeMark(const CudaTimeMark&) = delete;
+  CudaTimeMark& operator=(const CudaTimeMark&) = delete;
+  double milliseconds_since(const TimeMark& earlier) override {
+    const auto& start = dynamic_cast<const CudaTimeMark&>(earlier);
+    DPTRAIN_CUDA_CHECK(cudaEventSynchronize(event_));
+    float ms = 0;
+    DPTRAIN_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(int device, Precision precision, bool deterministic)
@@ -212,6 +240,9 @@ class CudaBackend final : public Backend {
     return ctx_->algorithm_cache().adopt(text, fingerprint_);
   }
   AlgorithmSearchStats algorithm_search() const override { return ctx_->algorithm_cache().stats(); }
+  void release_search_memory() override { ctx_->shrink_workspace(ctx_->algorithm_cache().largest_workspace()); }
+  std::vector<ConvolutionSearch> convolution_searches() const override { return ctx_->algorithm_cache().searches(); }
+  std::unique_ptr<TimeMark> time_mark() override { return std::make_unique<CudaTimeMark>(ctx_->stream()); }
 
   CudaContext& context() { return *ctx_; }
 
