@@ -1,19 +1,29 @@
-// Batch normalization, CPU against GPU in every precision. In bf16, cuDNN's native path (kept only where
-// the probe finds it agrees with the f32 path: lib/dptrain/backend/cuda/batch_norm_bf16.hpp) and the
-// f32-copies fallback both agree with the CPU, and "native" required where the probe failed is an
-// error that says so. Prints the probe's verdict and the time of both paths on ResNet-50's largest
-// batch norm, for the GPU check's log.
+// Batch normalization on the GPU. Both implementations (DPTRAIN_BATCH_NORM=own: our kernels,
+// lib/dptrain/backend/cuda/batch_norm_kernels.hpp; =cudnn: cuDNN) agree with the CPU in every precision,
+// on shapes that take each of the kernels' vector widths, one row per image, and a channel whose mean
+// is large against its spread (where a sum of squares in fp32 loses the variance). Our kernels give the
+// same bits twice, and their fused ReLU and add+ReLU match batch norm followed by our ReLU and add
+// kernels. Under cuDNN in bf16, its native path (kept only where the probe finds it agrees with the f32
+// path: batch_norm_bf16.hpp) and the f32-copies fallback both agree with the CPU, and "native" required
+// where the probe failed is an error that says so. Prints the probe's verdict and the time of each
+// implementation on ResNet-50's largest batch norm in bf16 and fp16, for the GPU check's log.
 #include <cuda_runtime.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dptrain/backend/cuda/batch_norm_bf16.hpp"
+#include "dptrain/backend/cuda/batch_norm_kernels.hpp"
 #include "dptrain/backend/cuda/context.hpp"
+#include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/precision_kernels.hpp"
 #include "dptrain/core/error.hpp"
 #include "gpu/gpu_testing.hpp"
 #include "support/tensor_testing.hpp"
@@ -26,32 +36,38 @@ using gpu_testing::on;
 using gpu_testing::on_activation;
 using testing::random_tensor;
 
-// DPTRAIN_BF16_BATCH_NORM set for one scope; the previous value (or none) comes back after.
-class ScopedPolicy {
+// An environment variable set for one scope; the previous value (or none) comes back after.
+class ScopedVariable {
  public:
-  explicit ScopedPolicy(const char* value) {
-    if (const char* old = std::getenv(kName)) old_ = old;
-    had_ = std::getenv(kName) != nullptr;
-    REQUIRE(::setenv(kName, value, 1) == 0);
+  ScopedVariable(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    had_ = std::getenv(name) != nullptr;
+    REQUIRE(::setenv(name, value, 1) == 0);
   }
-  ~ScopedPolicy() { had_ ? ::setenv(kName, old_.c_str(), 1) : ::unsetenv(kName); }
-  ScopedPolicy(const ScopedPolicy&) = delete;
-  ScopedPolicy& operator=(const ScopedPolicy&) = delete;
+  ~ScopedVariable() { had_ ? ::setenv(name_, old_.c_str(), 1) : ::unsetenv(name_); }
+  ScopedVariable(const ScopedVariable&) = delete;
+  ScopedVariable& operator=(const ScopedVariable&) = delete;
 
  private:
-  static constexpr const char* kName = "DPTRAIN_BF16_BATCH_NORM";
+  const char* name_;
   std::string old_;
   bool had_ = false;
 };
 
-// Forward (training and inference) and backward of one batch norm, CPU against every GPU precision.
-void check_batch_norm(const Shape& input) {
+constexpr const char* kPolicy = "DPTRAIN_BATCH_NORM";
+constexpr const char* kBf16Policy = "DPTRAIN_BF16_BATCH_NORM";
+
+// Forward (training and inference) and backward of one batch norm, CPU against every GPU precision,
+// with x drawn from [low, high) (rounded to bf16, so that every precision normalises the same values).
+void check_batch_norm(const Shape& input, float low = -2.f, float high = 3.f) {
   BatchNormSpec spec;
   spec.input = input;
   const Shape channel{input[1]};
-  const Tensor x = random_tensor(input, 21, -2.f, 3.f), scale = random_tensor(channel, 22, 0.5f, 1.5f);
-  const Tensor shift = random_tensor(channel, 23), dy = random_tensor(input, 24);
+  const Tensor x = gpu_testing::in_16_bits(random_tensor(input, 21, low, high));
+  const Tensor scale = random_tensor(channel, 22, 0.5f, 1.5f), shift = random_tensor(channel, 23);
+  const Tensor dy = random_tensor(input, 24);
   const Tensor running_mean = random_tensor(channel, 25), running_variance = random_tensor(channel, 26, 0.5f, 2.f);
+  INFO("batch norm of shape " << input.to_string() << ", x in [" << low << ", " << high << ")");
   expect_agreement_in_all_precisions(
       [&](Backend& be) {
         auto plan = be.make_batch_norm(spec);
@@ -69,19 +85,33 @@ void check_batch_norm(const Shape& input) {
        "inference output"});
 }
 
-// Milliseconds per forward + backward of a bf16 batch norm of `input` made under the current policy.
-double milliseconds_per_pass(Backend& bf16, const Shape& input) {
+// The shapes both implementations are checked on. With our kernels: H*W = 25, 7 and 63 read one element
+// at a time, 196 = 4 x 49 in 8-byte vectors (bf16, fp16) and 16-byte ones (f32), 3136 in 16-byte
+// vectors, cut into groups whose last one is shorter.
+void check_batch_norm_shapes() {
+  check_batch_norm(Shape{4, 8, 5, 5});
+  check_batch_norm(Shape{2, 3, 1, 7});  // one row per image: m = 14 values per channel
+  check_batch_norm(Shape{3, 5, 7, 9});
+  check_batch_norm(Shape{4, 6, 14, 14});
+  // m = 25088 values per channel around 102 with a standard deviation of 1.15: sum(x^2) / m - mean^2
+  // in fp32 keeps no digit of the variance.
+  check_batch_norm(Shape{8, 16, 56, 56}, 100.f, 104.f);
+}
+
+// Milliseconds per forward + backward of a batch norm of `input` made under the current policy, on
+// `be`'s activations.
+double milliseconds_per_pass(Backend& be, const Shape& input) {
   BatchNormSpec spec;
   spec.input = input;
   const Shape channel{input[1]};
-  auto plan = bf16.make_batch_norm(spec);
-  Tensor x = activation(bf16, input), dy = activation(bf16, input), y = activation(bf16, input);
-  Tensor dx = activation(bf16, input);
-  bf16.fill(x, 0.5f);
-  bf16.fill(dy, 0.25f);
-  const Tensor scale = on(bf16, random_tensor(channel, 27, 0.5f, 1.5f)), shift = on(bf16, random_tensor(channel, 28));
-  Tensor mean = bf16.allocate(channel), variance = bf16.allocate(channel);
-  Tensor dscale = bf16.allocate(channel), dshift = bf16.allocate(channel);
+  auto plan = be.make_batch_norm(spec);
+  Tensor x = activation(be, input), dy = activation(be, input), y = activation(be, input);
+  Tensor dx = activation(be, input);
+  be.fill(x, 0.5f);
+  be.fill(dy, 0.25f);
+  const Tensor scale = on(be, random_tensor(channel, 27, 0.5f, 1.5f)), shift = on(be, random_tensor(channel, 28));
+  Tensor mean = be.allocate(channel), variance = be.allocate(channel);
+  Tensor dscale = be.allocate(channel), dshift = be.allocate(channel);
   const auto pass = [&] {
     plan->forward_training(x, scale, shift, y, mean, variance);
     plan->backward(x, dy, scale, shift, mean, variance, dx, dscale, dshift);
@@ -94,6 +124,156 @@ double milliseconds_per_pass(Backend& bf16, const Shape& input) {
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / kPasses;
 }
+
+// The backend of `precision`, or nullptr (with a warning) where this GPU lacks it.
+Backend* backend_in(Precision precision) {
+  if (precision == Precision::fp32) return &gpu_testing::gpu();
+  Backend* be = gpu_testing::gpu(precision);
+  if (be == nullptr) WARN("this GPU has no " << name_of(precision) << ": not checked");
+  return be;
+}
+
+// Host f32 copies of device tensors of a context (16-bit ones widened), for the kernel-level tests.
+class Kernels {
+ public:
+  explicit Kernels(DType type) : ctx_(std::make_shared<cuda::CudaContext>(0, type)), type_(type) {}
+
+  cudaStream_t stream() const { return ctx_->stream(); }
+  DType type() const { return type_; }
+  Tensor allocate(const Shape& shape, DType dtype) { return ctx_->allocate(shape, dtype); }
+  // `host` (f32) on the device, of `dtype` (converted).
+  Tensor upload(const Tensor& host, DType dtype) {
+    Tensor wide = ctx_->allocate(host.shape(), DType::f32);
+    REQUIRE(cudaMemcpyAsync(wide.raw(), host.raw(), host.bytes(), cudaMemcpyHostToDevice, stream()) == cudaSuccess);
+    if (dtype == DType::f32) {
+      REQUIRE(cudaStreamSynchronize(stream()) == cudaSuccess);  // `host` may go after this
+      return wide;
+    }
+    Tensor narrow = ctx_->allocate(host.shape(), dtype);
+    cuda::kernels::convert(wide.raw(), DType::f32, narrow.raw(), dtype, host.numel(), stream());
+    REQUIRE(cudaStreamSynchronize(stream()) == cudaSuccess);
+    return narrow;
+  }
+  Tensor download(const Tensor& device) {
+    Tensor wide = ctx_->allocate(device.shape(), DType::f32);
+    cuda::kernels::convert(device.raw(), device.dtype(), wide.raw(), DType::f32, device.numel(), stream());
+    Tensor host = Tensor::empty(device.shape());
+    REQUIRE(cudaMemcpyAsync(host.raw(), wide.raw(), host.bytes(), cudaMemcpyDeviceToHost, stream()) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(stream()) == cudaSuccess);
+    return host;
+  }
+
+ private:
+  std::shared_ptr<cuda::CudaContext> ctx_;
+  DType type_;
+};
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.dtype() == b.dtype() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
+}
+
+// The fused variants of our kernels against batch norm without them followed by our ReLU and add
+// kernels (relu_forward, add, relu_backward), in `type`, on `input`.
+void check_fused_variants(DType type, const Shape& input) {
+  namespace k = cuda::kernels;
+  INFO(name_of(type) << " batch norm of shape " << input.to_string());
+  Kernels device(type);
+  const cudaStream_t stream = device.stream();
+  const k::BatchNormShape shape{input[0], input[1], input[2] * input[3]};
+  const Shape channel{input[1]};
+  const std::int64_t n = input.numel();
+  constexpr float kEpsilon = 1e-5f;
+  const Tensor x = device.upload(random_tensor(input, 31, -2.f, 3.f), type);
+  const Tensor z = device.upload(random_tensor(input, 32), type), dy = device.upload(random_tensor(input, 33), type);
+  const Tensor scale = device.upload(random_tensor(channel, 34, 0.5f, 1.5f), DType::f32);
+  const Tensor shift = device.upload(random_tensor(channel, 35, -0.5f, 0.5f), DType::f32);
+  const Tensor running_mean = device.upload(random_tensor(channel, 36), DType::f32);
+  const Tensor running_variance = device.upload(random_tensor(channel, 37, 0.5f, 2.f), DType::f32);
+  Tensor workspace = device.allocate(Shape{k::batch_norm_workspace_floats(shape, type)}, DType::f32);
+  const auto floats = [](const Tensor& t) { return static_cast<const float*>(t.raw()); };
+  const auto mutable_floats = [](Tensor& t) { return static_cast<float*>(t.raw()); };
+
+  // The reference: batch norm alone, then relu, or add then relu.
+  Tensor normalised = device.allocate(input, type), sum = device.allocate(input, type);
+  Tensor relu_reference = device.allocate(input, type), add_relu_reference = device.allocate(input, type);
+  Tensor mean = device.allocate(channel, DType::f32), variance = device.allocate(channel, DType::f32);
+  const auto unfused = [&](bool training) {
+    if (training) {
+      k::batch_norm_forward_training(x.raw(), nullptr, normalised.raw(), type, shape, floats(scale), floats(shift),
+                                     kEpsilon, k::BatchNormActivation::none, mutable_floats(mean),
+                                     mutable_floats(variance), mutable_floats(workspace), stream);
+    } else {
+      k::batch_norm_forward_inference(x.raw(), nullptr, normalised.raw(), type, shape, floats(scale), floats(shift),
+                                      floats(running_mean), floats(running_variance), kEpsilon,
+                                      k::BatchNormActivation::none, mutable_floats(workspace), stream);
+    }
+    k::relu_forward(normalised.raw(), relu_reference.raw(), type, n, stream);
+    k::add(normalised.raw(), z.raw(), sum.raw(), type, n, stream);
+    k::relu_forward(sum.raw(), add_relu_reference.raw(), type, n, stream);
+  };
+  for (const bool training : {true, false}) {
+    INFO((training ? "training" : "inference") << " forward");
+    unfused(training);
+    const Tensor mean_reference = device.download(mean), variance_reference = device.download(variance);
+    for (const auto activation : {k::BatchNormActivation::relu, k::BatchNormActivation::add_relu}) {
+      const bool add = activation == k::BatchNormActivation::add_relu;
+      INFO((add ? "add_relu" : "relu"));
+      Tensor y = device.allocate(input, type);
+      if (training) {
+        k::batch_norm_forward_training(x.raw(), add ? z.raw() : nullptr, y.raw(), type, shape, floats(scale),
+                                       floats(shift), kEpsilon, activation, mutable_floats(mean),
+                                       mutable_floats(variance), mutable_floats(workspace), stream);
+        CHECK(same_bits(device.download(mean), mean_reference));
+        CHECK(same_bits(device.download(variance), variance_reference));
+      } else {
+        k::batch_norm_forward_inference(x.raw(), add ? z.raw() : nullptr, y.raw(), type, shape, floats(scale),
+                                        floats(shift), floats(running_mean), floats(running_variance), kEpsilon,
+                                        activation, mutable_floats(workspace), stream);
+      }
+      const double error = gpu_testing::norm_relative_error(device.download(y),
+                                                            device.download(add ? add_relu_reference : relu_reference));
+      INFO("norm-relative error " << error);
+      CHECK(error <= 1e-2);
+    }
+  }
+
+  // Backward through a fused relu (y = relu_reference) and add_relu (y = add_relu_reference), against
+  // relu_backward's masked gradient handed to the plain backward. Both see the same masked values in
+  // the same order: the per-channel gradients agree to the bit, the input gradients to a rounding.
+  unfused(true);
+  for (const Tensor* relu_output : {&relu_reference, &add_relu_reference}) {
+    INFO((relu_output == &relu_reference ? "relu" : "add_relu") << " backward");
+    Tensor masked_reference = device.allocate(input, type), masked = device.allocate(input, type);
+    Tensor dx_reference = device.allocate(input, type), dx = device.allocate(input, type);
+    Tensor dscale_reference = device.allocate(channel, DType::f32),
+           dshift_reference = device.allocate(channel, DType::f32);
+    Tensor dscale = device.allocate(channel, DType::f32), dshift = device.allocate(channel, DType::f32);
+    k::relu_backward(relu_output->raw(), dy.raw(), masked_reference.raw(), type, n, stream);
+    k::batch_norm_backward(x.raw(), masked_reference.raw(), nullptr, dx_reference.raw(), nullptr, type, shape,
+                           floats(scale), floats(mean), floats(variance), kEpsilon, mutable_floats(dscale_reference),
+                           mutable_floats(dshift_reference), mutable_floats(workspace), stream);
+    k::batch_norm_backward(x.raw(), dy.raw(), relu_output->raw(), dx.raw(), masked.raw(), type, shape, floats(scale),
+                           floats(mean), floats(variance), kEpsilon, mutable_floats(dscale), mutable_floats(dshift),
+                           mutable_floats(workspace), stream);
+    CHECK(same_bits(device.download(masked), device.download(masked_reference)));
+    CHECK(same_bits(device.download(dscale), device.download(dscale_reference)));
+    CHECK(same_bits(device.download(dshift), device.download(dshift_reference)));
+    const double error = gpu_testing::norm_relative_error(device.download(dx), device.download(dx_reference));
+    INFO("input gradient: norm-relative error " << error);
+    CHECK(error <= 1e-2);
+  }
+  // A residual without add_relu, or add_relu without one, is refused before anything is queued.
+  Tensor y = device.allocate(input, type);
+  CHECK_THROWS_AS(k::batch_norm_forward_training(x.raw(), z.raw(), y.raw(), type, shape, floats(scale), floats(shift),
+                                                 kEpsilon, k::BatchNormActivation::relu, mutable_floats(mean),
+                                                 mutable_floats(variance), mutable_floats(workspace), stream),
+                  Error);
+  CHECK_THROWS_AS(k::batch_norm_forward_training(x.raw(), nullptr, y.raw(), type, shape, floats(scale), floats(shift),
+                                                 kEpsilon, k::BatchNormActivation::add_relu, mutable_floats(mean),
+                                                 mutable_floats(variance), mutable_floats(workspace), stream),
+                  Error);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+}
 }  // namespace
 
 TEST_CASE("batch normalization: CPU and GPU agree", "[gpu][batch_norm]") {
@@ -101,25 +281,82 @@ TEST_CASE("batch normalization: CPU and GPU agree", "[gpu][batch_norm]") {
   check_batch_norm(Shape{2, 3, 1, 7});  // one row per image: m = 14 values per channel
 }
 
-TEST_CASE("bf16 batch norm: native where the probe passes, f32 copies otherwise, both agree with the CPU",
+TEST_CASE("batch normalization: our kernels and cuDNN both agree with the CPU in every precision",
+          "[gpu][batch_norm]") {
+  for (const char* policy : {"own", "cudnn"}) {
+    INFO(kPolicy << "=" << policy);
+    const ScopedVariable scoped(kPolicy, policy);
+    check_batch_norm_shapes();
+  }
+  const ScopedVariable scoped(kPolicy, "fast");
+  BatchNormSpec spec;
+  spec.input = Shape{4, 8, 5, 5};
+  CHECK_THROWS_WITH(gpu_testing::gpu().make_batch_norm(spec), Catch::Contains(kPolicy) && Catch::Contains("\"fast\"") &&
+                                                                  Catch::Contains("own") && Catch::Contains("cudnn"));
+}
+
+TEST_CASE("batch normalization: our kernels give the same bits at every run", "[gpu][batch_norm]") {
+  const ScopedVariable scoped(kPolicy, "own");
+  for (const Precision precision : {Precision::fp32, Precision::bf16, Precision::fp16}) {
+    Backend* be = backend_in(precision);
+    if (be == nullptr) continue;
+    for (const Shape& input : {Shape{8, 16, 56, 56}, Shape{3, 5, 7, 9}, Shape{64, 64, 14, 14}}) {
+      INFO(name_of(precision) << " batch norm of shape " << input.to_string());
+      BatchNormSpec spec;
+      spec.input = input;
+      const Shape channel{input[1]};
+      const Tensor x = on_activation(*be, random_tensor(input, 41, -2.f, 3.f));
+      const Tensor dy = on_activation(*be, random_tensor(input, 42));
+      const Tensor scale = on(*be, random_tensor(channel, 43, 0.5f, 1.5f)), shift = on(*be, random_tensor(channel, 44));
+      // Each run with a plan of its own: the same bits do not rest on state a plan keeps.
+      const auto run = [&] {
+        auto plan = be->make_batch_norm(spec);
+        Tensor y = activation(*be, input), mean = be->allocate(channel), variance = be->allocate(channel);
+        Tensor dx = activation(*be, input), dscale = be->allocate(channel), dshift = be->allocate(channel);
+        plan->forward_training(x, scale, shift, y, mean, variance);
+        plan->backward(x, dy, scale, shift, mean, variance, dx, dscale, dshift);
+        return gpu_testing::to_host(*be, {&y, &mean, &variance, &dx, &dscale, &dshift});
+      };
+      const std::vector<Tensor> first = run(), second = run();
+      const char* names[] = {"output",         "batch mean",     "batch variance",
+                             "input gradient", "scale gradient", "shift gradient"};
+      REQUIRE(first.size() == std::size(names));
+      for (std::size_t i = 0; i < first.size(); ++i) {
+        INFO(names[i]);
+        CHECK(same_bits(first[i], second[i]));
+      }
+    }
+  }
+}
+
+TEST_CASE("batch normalization: our fused ReLU and add+ReLU match batch norm then ReLU or add", "[gpu][batch_norm]") {
+  for (const DType type : {DType::bf16, DType::f16}) {
+    if (type == DType::bf16 && backend_in(Precision::bf16) == nullptr) continue;
+    check_fused_variants(type, Shape{8, 16, 28, 28});  // 16-byte vectors
+    check_fused_variants(type, Shape{3, 5, 7, 9});     // one element at a time
+  }
+}
+
+TEST_CASE("bf16 batch norm on cuDNN: native where the probe passes, f32 copies otherwise, both agree with the CPU",
           "[gpu][batch_norm][bf16]") {
   Backend* bf16 = gpu_testing::gpu(Precision::bf16);
   if (bf16 == nullptr) {
     WARN("this GPU has no bf16: nothing to check");
     return;
   }
+  const ScopedVariable cudnn(kPolicy, "cudnn");
   auto context = std::make_shared<cuda::CudaContext>(0, DType::bf16);
   const cuda::Bf16BatchNormProbe probe = cuda::probe_bf16_batch_norm(*context);
   std::printf("bf16 batch norm: cuDNN's native path %s: %s\n", probe.native ? "passes" : "fails", probe.detail.c_str());
   CHECK_FALSE(probe.detail.empty());
   const Shape shapes[] = {Shape{4, 8, 5, 5}, Shape{8, 64, 14, 14}};
   for (const char* policy : {"f32", "auto"}) {
-    INFO("DPTRAIN_BF16_BATCH_NORM=" << policy);
-    const ScopedPolicy scoped(policy);
+    INFO(kBf16Policy << "=" << policy);
+    const ScopedVariable scoped(kBf16Policy, policy);
     for (const Shape& shape : shapes) check_batch_norm(shape);
   }
   {
-    const ScopedPolicy scoped("native");
+    const ScopedVariable scoped(kBf16Policy, "native");
     if (probe.native) {
       for (const Shape& shape : shapes) check_batch_norm(shape);
     } else {
@@ -129,20 +366,41 @@ TEST_CASE("bf16 batch norm: native where the probe passes, f32 copies otherwise,
                         Catch::Contains("DPTRAIN_BF16_BATCH_NORM=native") && Catch::Contains(probe.detail));
     }
   }
-  // ResNet-50's largest batch norm (after conv1, batch 64): what the native path saves, for the log.
+}
+
+TEST_CASE("batch normalization: the time of our kernels and cuDNN's, for the log", "[gpu][batch_norm]") {
+  // ResNet-50's largest batch norm (after conv1, batch 64).
   const Shape resnet{64, 64, 112, 112};
-  double copies = 0, automatic = 0;
-  {
-    const ScopedPolicy scoped("f32");
-    copies = milliseconds_per_pass(*bf16, resnet);
+  for (const Precision precision : {Precision::bf16, Precision::fp16}) {
+    Backend* be = backend_in(precision);
+    if (be == nullptr) continue;
+    double own = 0, cudnn = 0, copies = 0;
+    bool native = true;
+    {
+      const ScopedVariable scoped(kPolicy, "own");
+      own = milliseconds_per_pass(*be, resnet);
+    }
+    {
+      const ScopedVariable scoped(kPolicy, "cudnn");
+      if (precision == Precision::bf16) {
+        {
+          const ScopedVariable automatic(kBf16Policy, "auto");
+          cuda::CudaContext context(0, DType::bf16);
+          native = cuda::bf16_batch_norm_native(context);  // the probe's cached verdict
+          cudnn = milliseconds_per_pass(*be, resnet);
+        }
+        const ScopedVariable f32(kBf16Policy, "f32");
+        copies = milliseconds_per_pass(*be, resnet);
+      } else {
+        cudnn = milliseconds_per_pass(*be, resnet);
+      }
+    }
+    std::printf("%s batch norm %s forward+backward: %.3f ms on our kernels; cuDNN: %.3f ms %s (%.2fx ours)",
+                std::string(name_of(precision)).c_str(), resnet.to_string().c_str(), own, cudnn,
+                native ? "native" : "on f32 copies", cudnn / own);
+    if (precision == Precision::bf16) std::printf(", %.3f ms on f32 copies (%.2fx ours)", copies, copies / own);
+    std::printf("\n");
   }
-  {
-    const ScopedPolicy scoped("auto");
-    automatic = milliseconds_per_pass(*bf16, resnet);
-  }
-  std::printf("bf16 batch norm %s forward+backward: %.3f ms on f32 copies, %.3f ms %s (%.2fx)\n",
-              resnet.to_string().c_str(), copies, automatic, probe.native ? "native" : "(copies again)",
-              copies / automatic);
 }
 
 }  // namespace dptrain

@@ -1,6 +1,7 @@
 #pragma once
-// The CUDA backend: cuDNN for convolution, batch normalization and LRN, cuBLAS for linear layers, and
-// our own kernels for the rest. Only built with the CUDA toolkit (DPTRAIN_HAVE_CUDA).
+// The CUDA backend: cuDNN for convolution, LRN and fp32 batch normalization, cuBLAS for linear layers,
+// and our own kernels for the rest (batch normalization of bf16 and fp16 activations included:
+// batch_norm_policy.hpp). Only built with the CUDA toolkit (DPTRAIN_HAVE_CUDA).
 #include <memory>
 
 #include "dptrain/backend/backend.hpp"
