@@ -88,7 +88,7 @@ void print_memory_report(std::ostream& out, const MemoryReport& r) {
   row(out, training ? "activations + gradients" : "activations", e.activations, e.unplanned_activations);
   row(out, "layer state", e.layer_state, e.layer_state, "pooling indices, LRN, dropout masks, probabilities");
   row(out, "input batch", e.inputs, e.inputs);
-  row(out, "workspace", e.workspace, e.workspace,
+  row(out, "workspace", e.workspace, e.unplanned_workspace,
       r.options.cuda ? "cuDNN workspace cap, low-precision weight copies" : "oneDNN's blocked weight copies");
   if (e.reserved) row(out, "CUDA context (reserved)", e.reserved, e.reserved, "cuBLAS and cuDNN loaded; an estimate");
   row(out, "total", e.total(), e.total_unplanned());

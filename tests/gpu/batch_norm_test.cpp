@@ -208,7 +208,7 @@ void check_fused_variants(DType type, const Shape& input) {
                                       k::BatchNormActivation::none, mutable_floats(workspace), stream);
     }
     k::relu_forward(normalised.raw(), relu_reference.raw(), type, n, stream);
-    k::add(normalised.raw(), z.raw(), sum.raw(), type, n, stream);
+    k::add(normalised.raw(), z.raw(), sum.raw(), type, n, /*relu=*/false, stream);
     k::relu_forward(sum.raw(), add_relu_reference.raw(), type, n, stream);
   };
   for (const bool training : {true, false}) {

@@ -40,6 +40,7 @@ struct BatchNormShape {
   Shape shape;
   float epsilon;
   float momentum;
+  bool fuse_relu = false;  // the layer applies a ReLU to its output (BatchNorm::fuse_relu)
 };
 
 // Forward with the batch's statistics, the running averages it moves, and the backward.
@@ -47,11 +48,12 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
   OpCase c;
   c.op = "batch_norm";
   c.name = "training, " + s.shape.to_string() + ", epsilon " + std::to_string(s.epsilon) + ", momentum " +
-           std::to_string(s.momentum);
+           std::to_string(s.momentum) + (s.fuse_relu ? ", fused ReLU" : "");
   c.inputs = {s.shape};
   c.output = s.shape;
   c.make_layer = [s] { return std::make_unique<BatchNorm>("bn1", s.epsilon, s.momentum); };
-  c.prepare = [seed](Layer& layer, Backend& backend) {
+  c.prepare = [s, seed](Layer& layer, Backend& backend) {
+    if (s.fuse_relu) REQUIRE(layer.fuse_relu());
     write_scale_and_shift(layer, backend, seed, 1.f);
     BatchNorm& bn = as_batch_norm(layer);
     const Shape channels = bn.running_mean().shape();
@@ -73,6 +75,11 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
     for (std::size_t i = 0; i < mean.size(); ++i) {
       mean[i] = (1 - m) * mean[i] + m * forward.mean[i];
       variance[i] = (1 - m) * variance[i] + m * forward.variance[i] * count / (count - 1);
+    }
+    // A fused ReLU acts on the output only: the backward is the normalisation's (in a net, the ReLU's
+    // own backward masks the gradient before it reaches the layer).
+    if (s.fuse_relu) {
+      for (double& y : forward.y) y = y > 0 ? y : 0;
     }
     ExpectedResults want;
     want.output = std::move(forward.y);
@@ -213,11 +220,13 @@ OpCase softmax_cross_entropy_case(const SoftmaxParameters& p, std::uint64_t seed
 std::vector<OpCase> batch_norm_cases() {
   // Odd sizes, one sample, 1x1 spatial, a large epsilon, momentum 1.
   const BatchNormShape shapes[] = {
-      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f},  // odd everything
-      {Shape{1, 6, 5, 3}, 1e-5f, 0.1f},  // one sample: statistics over H and W only
-      {Shape{4, 3, 1, 1}, 1e-5f, 0.1f},  // 1x1 spatial (after global pooling): n/(n-1) = 4/3 matters
-      {Shape{2, 8, 4, 4}, 1e-3f, 0.3f},  // epsilon large enough to show in the output
-      {Shape{5, 2, 3, 1}, 1e-5f, 1.0f},  // momentum 1: the running averages become the batch's
+      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f},        // odd everything
+      {Shape{1, 6, 5, 3}, 1e-5f, 0.1f},        // one sample: statistics over H and W only
+      {Shape{4, 3, 1, 1}, 1e-5f, 0.1f},        // 1x1 spatial (after global pooling): n/(n-1) = 4/3 matters
+      {Shape{2, 8, 4, 4}, 1e-3f, 0.3f},        // epsilon large enough to show in the output
+      {Shape{5, 2, 3, 1}, 1e-5f, 1.0f},        // momentum 1: the running averages become the batch's
+      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f, true},  // a fused ReLU, odd everything
+      {Shape{2, 8, 4, 4}, 1e-3f, 0.3f, true},  // a fused ReLU on a plane of 16 (vector loads on a GPU)
   };
   std::vector<OpCase> cases;
   std::uint64_t seed = 1000;

@@ -233,6 +233,22 @@ OpCase add_case(const char* name, const Shape& shape, std::vector<bool> needs_gr
   return c;
 }
 
+// The residual join with its ReLU fused (Add::fuse_relu): max(a + b, 0) forward; the backward passes the
+// gradient through unchanged (in a net the ReLU's own backward masks it first), so no finite differences.
+OpCase add_relu_case(const Shape& shape, std::uint64_t seed) {
+  OpCase c = add_case("with a fused ReLU", shape, {true, true}, seed);
+  c.prepare = [](Layer& layer, Backend&) { REQUIRE(layer.fuse_relu()); };
+  c.reference = [](Layer&, const OpInputs& in) {
+    ExpectedResults want;
+    want.output = reference::add_forward(to_double(in.inputs[0]), to_double(in.inputs[1]));
+    for (double& y : want.output) y = y > 0 ? y : 0;
+    want.input_gradients = {to_double(in.doutput), to_double(in.doutput)};
+    return want;
+  };
+  c.gradient_step.reset();
+  return c;
+}
+
 }  // namespace
 
 std::vector<OpCase> convolution_cases() {
@@ -328,6 +344,7 @@ std::vector<OpCase> add_cases() {
   return {
       add_case("odd 3x7x9 images", Shape{2, 3, 7, 9}, {true, true}, 5010),
       add_case("2-D, only the second input needs a gradient", Shape{4, 5}, {false, true}, 5020),
+      add_relu_case(Shape{2, 3, 7, 9}, 5030),
   };
 }
 

@@ -200,6 +200,7 @@ class Backend {
   virtual void fill(Tensor& t, float value) = 0;
   virtual void copy(const Tensor& src, Tensor& dst) = 0;
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;            // y = a + b
+  virtual void add_relu(const Tensor& a, const Tensor& b, Tensor& y) = 0;       // y = max(a + b, 0)
   virtual void axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;  // y = alpha x + beta y
   // One SGD step on one parameter (fp32): g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
   virtual void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& hyper) = 0;

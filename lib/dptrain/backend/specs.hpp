@@ -46,6 +46,9 @@ struct PoolingSpec {
 struct BatchNormSpec {
   Shape input;  // N, C, H, W; statistics per channel over N, H, W
   float epsilon = 1e-5f;
+  // y = max(0, batch norm of x) in the forward passes: a ReLU in place on the output, applied in the
+  // same pass (its backward stays the ReLU's, from the output).
+  bool fuse_relu = false;
   std::string who = "batch_norm";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 

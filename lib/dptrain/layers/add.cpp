@@ -15,7 +15,11 @@ void Add::forward(const PassContext&, std::span<const Tensor* const> inputs, Ten
   check_input(*inputs[0], shape_, 0);
   check_input(*inputs[1], shape_, 1);
   check_shape(output, shape_, who(), "output");
-  backend_->add(*inputs[0], *inputs[1], output);
+  if (relu_) {
+    backend_->add_relu(*inputs[0], *inputs[1], output);
+  } else {
+    backend_->add(*inputs[0], *inputs[1], output);
+  }
 }
 
 void Add::backward(std::span<const Tensor* const>, const Tensor&, const Tensor& doutput,

@@ -14,9 +14,15 @@ class Add final : public Layer {
                 std::span<Tensor* const> dinputs) override;
   bool backward_reads_input(std::size_t) const override { return false; }
   bool backward_reads_output() const override { return false; }
+  // A ReLU in place on the sum (ResNet's join) is applied in the sum's own pass.
+  bool fuse_relu() override {
+    relu_ = true;
+    return true;
+  }
 
  private:
   Shape shape_;
+  bool relu_ = false;
   Backend* backend_ = nullptr;
 };
 

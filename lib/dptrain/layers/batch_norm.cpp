@@ -58,6 +58,14 @@ void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor&, c
                   shift().grad);
 }
 
+bool BatchNorm::fuse_relu() {
+  if (!spec_.fuse_relu) {
+    spec_.fuse_relu = true;
+    plan_ = backend_->make_batch_norm(spec_);
+  }
+  return true;
+}
+
 void BatchNorm::initialize(std::uint64_t) {
   init_constant(*backend_, scale().value, 1.f);
   init_constant(*backend_, shift().value, 0.f);

@@ -23,13 +23,14 @@ MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& o) {
   e.inputs = static_cast<std::size_t>(net.image_shape().numel()) * size_of(activation) +
              static_cast<std::size_t>(e.batch) * sizeof(std::int32_t);
   std::size_t conv_weights = 0, linear_weights = 0;  // fp32 bytes
-  std::size_t widened = 0;  // the largest f32 copy set a 16-bit batch norm or LRN makes on the GPU
+  std::size_t widened = 0;                           // the largest f32 copy set a 16-bit LRN makes on the GPU
   for (const Net::Node& node : net.nodes()) {
     if (!node.layer) continue;
     if (training || !node.training_only) e.layer_state += node.layer->saved_state_bytes();
     const std::string_view kind = node.layer->kind();
-    if (kind == "batch_norm" || kind == "lrn") {
-      // Input, output gradient and input gradient widened to f32 for cuDNN in one backward call.
+    if (kind == "lrn") {
+      // Input, output gradient and input gradient widened to f32 for cuDNN in one backward call (16-bit
+      // batch norm runs on our own kernels, on the activations themselves).
       widened = std::max(widened, static_cast<std::size_t>(node.shape.numel()) * sizeof(float) * (training ? 3 : 2));
     }
     for (const Parameter& p : node.layer->parameters()) {
@@ -48,7 +49,7 @@ MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& o) {
     e.inputs += static_cast<std::size_t>(net.image_shape().numel()) * sizeof(float);  // the stager's f32 batch
     if (o.precision != Precision::fp32) {
       // bf16/fp16: a low-precision copy of each convolution weight and, in training, of its gradient;
-      // one of each linear weight; and the f32 copies batch norm and LRN widen their tensors into.
+      // one of each linear weight; and the f32 copies LRN widens its tensors into.
       e.workspace += conv_weights / sizeof(float) * size_of(activation) * (training ? 2 : 1);
       e.workspace += linear_weights / sizeof(float) * size_of(activation);
       e.workspace += widened;
@@ -56,18 +57,20 @@ MemoryEstimate estimate_memory(const Net& net, const MemoryEstimateOptions& o) {
     // The first step's searches may use the cap, which follows what everything else leaves free on
     // the device; a plan counts at least the cap without a device (512 MiB), so that the largest
     // batch still leaves the searches a useful workspace.
-    const std::size_t rest = e.total();
-    std::size_t cap = cudnn_workspace_cap_bytes();
-    if (o.workspace_cap > 0) {
-      cap = o.workspace_cap;
-    } else if (o.device_bytes > rest) {
-      cap = std::max(cap, cudnn_workspace_cap_bytes(o.device_bytes - rest));
-    }
-    e.workspace += cap;
+    const auto cap_leaving = [&](std::size_t rest) {
+      const std::size_t floor = cudnn_workspace_cap_bytes();
+      if (o.workspace_cap > 0) return o.workspace_cap;
+      return o.device_bytes > rest ? std::max(floor, cudnn_workspace_cap_bytes(o.device_bytes - rest)) : floor;
+    };
+    e.unplanned_workspace = e.workspace;  // the weight copies, so far
+    const std::size_t planned_rest = e.total(), unplanned_rest = e.total_unplanned();
+    e.workspace += cap_leaving(planned_rest);
+    e.unplanned_workspace += cap_leaving(unplanned_rest);
   } else {
     // oneDNN's convolutions read their weights in their own blocked layouts: a copy for the forward
     // pass and, in training, one for backward-data and one for the weight gradient.
     e.workspace = conv_weights * (training ? 3 : 1);
+    e.unplanned_workspace = e.workspace;
   }
   return e;
 }

@@ -44,10 +44,14 @@ struct MemoryEstimate {
   std::size_t workspace =
       0;  // CPU: oneDNN's blocked copies of the weights; CUDA: cuDNN workspace and low-precision weight copies
   std::size_t reserved = 0;  // CUDA: the context, cuBLAS and cuDNN (set aside before anything else)
+  // The workspace with one buffer per tensor: the cuDNN cap follows what those leave free of a device.
+  std::size_t unplanned_workspace = 0;
 
   std::size_t fixed() const { return parameters + gradients + optimizer + workspace + reserved; }
   std::size_t total() const { return fixed() + activations + layer_state + inputs; }
-  std::size_t total_unplanned() const { return fixed() + unplanned_activations + layer_state + inputs; }
+  std::size_t total_unplanned() const {
+    return fixed() - workspace + unplanned_workspace + unplanned_activations + layer_state + inputs;
+  }
 };
 
 // The CUDA context with cuBLAS and cuDNN loaded takes this much device memory before any tensor (an

@@ -79,8 +79,9 @@ std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
   const bool training = memory.purpose == NetPurpose::training;
   for (std::size_t i = 2; i < nodes.size(); ++i) nodes[i].needs_grad = training && !nodes[i].is_loss;
   if (!memory.allocate) return std::move(net_);  // an estimate: the plan without its memory
-  // A ReLU in place on a convolution's output is applied by the convolution itself (one pass over the
-  // output instead of two); the ReLU's backward still runs, from the fused output.
+  // A ReLU in place on a convolution's, a batch norm's or a sum's output is applied by that layer
+  // itself (one pass over the output instead of two); the ReLU's backward still runs, from the fused
+  // output.
   for (std::size_t i = 2; i < nodes.size() && memory.plan; ++i) {
     auto& node = nodes[i];
     if (!plan.in_place(static_cast<int>(i)) || std::string_view(node.layer->kind()) != "relu") continue;

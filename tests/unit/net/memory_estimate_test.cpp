@@ -114,4 +114,10 @@ TEST_CASE("on a GPU of known size the workspace is the cap that the rest leaves,
   known.device_bytes = std::size_t{16} << 30;
   plain.device_bytes = 0;
   CHECK(largest_batch(build, known, known.device_bytes) == largest_batch(build, plain, known.device_bytes));
+  // One buffer per tensor leaves less free: its workspace follows its own total, and its largest batch too.
+  CHECK(largest_batch(build, known, known.device_bytes, false) ==
+        largest_batch(build, plain, known.device_bytes, false));
+  const MemoryEstimate at64 = estimate_memory(*net, known);
+  CHECK(at64.unplanned_workspace < at64.workspace);
+  CHECK(at64.total_unplanned() <= known.device_bytes + at64.unplanned_workspace);
 }

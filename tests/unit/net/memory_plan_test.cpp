@@ -153,7 +153,10 @@ TEST_CASE("planned nets train bit-identically to one buffer per tensor", "[net][
     int batch, steps;
   };
   // GoogLeNet with its two auxiliary heads: tensors read by several layers, concat, LRN, dropout.
-  for (const Case& c : {Case{"lenet", 8, 4}, Case{"inception-mini", 4, 3}, Case{"googlenet", 2, 1}}) {
+  // ResNet-50: batch norm and the residual add with a fused ReLU (oneDNN's fuse_norm_relu, the sum's own
+  // loop) against batch norm or add, then ReLU.
+  for (const Case& c :
+       {Case{"lenet", 8, 4}, Case{"inception-mini", 4, 3}, Case{"googlenet", 2, 1}, Case{"resnet50", 2, 2}}) {
     DYNAMIC_SECTION(c.model) {
       auto backend = make_cpu_backend();
       auto planned = build_model(c.model, *backend, config_for(c.model, c.batch));
@@ -167,6 +170,8 @@ TEST_CASE("planned nets train bit-identically to one buffer per tensor", "[net][
       for (const auto& node : unplanned->nodes()) CHECK_FALSE(node.forward_fused);
       // GoogLeNet's ReLUs follow convolutions: they are applied by the convolutions (oneDNN post-op).
       if (c.model == "googlenet") CHECK(fused > 50);
+      // ResNet-50's ReLUs: the stem's and two per bottleneck follow batch norms, the third the add.
+      if (c.model == "resnet50") CHECK(fused == 1 + 3 * 16);
       planned->initialize(3);
       unplanned->initialize(3);
       TrainerConfig tc;

@@ -1,5 +1,10 @@
 // Batch normalization on oneDNN: per-channel statistics over N, H and W, with separate scale (gamma)
 // and shift (beta) tensors. Running averages are the layer's business, not the backend's.
+//
+// With a fused ReLU the forward passes run with oneDNN's fuse_norm_relu (one pass over the output
+// instead of two). Its training forward writes a mask into a workspace that a fused backward would
+// read; the backward here stays unfused (the ReLU's own backward masks the gradient first), so it is
+// made from an unfused training forward's descriptor and the mask is scratch.
 #include "dptrain/backend/cpu/plans.hpp"
 
 namespace dptrain::cpu {
@@ -18,12 +23,21 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     dy_ = Slot(spec.input, x_desc_);
     c_desc_ = plain_desc(channel_);
     const auto scale_shift = flags::use_scale | flags::use_shift;
+    const auto relu = spec.fuse_relu ? flags::fuse_norm_relu : flags::none;
     auto train = DPTRAIN_DNNL_CHECK(
         dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_training, x_desc_, spec.epsilon, scale_shift));
     train_pd_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(train, ctx_->engine));
-    train_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward(train_pd_));
+    if (spec.fuse_relu) {
+      auto fused = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::desc(
+          dnnl::prop_kind::forward_training, x_desc_, spec.epsilon, scale_shift | relu));
+      auto fused_pd = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(fused, ctx_->engine));
+      train_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward(fused_pd));
+      relu_mask_ = Workspace(fused_pd.workspace_desc());
+    } else {
+      train_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward(train_pd_));
+    }
     auto infer = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::desc(
-        dnnl::prop_kind::forward_inference, x_desc_, spec.epsilon, scale_shift | flags::use_global_stats));
+        dnnl::prop_kind::forward_inference, x_desc_, spec.epsilon, scale_shift | flags::use_global_stats | relu));
     infer_ = DPTRAIN_DNNL_CHECK(
         dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(infer, ctx_->engine)));
     auto bwd = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, x_desc_, x_desc_,
@@ -38,13 +52,14 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     check_data(y, "output");
     DPTRAIN_CHECK(spec_.input[0] * spec_.input[2] * spec_.input[3] > 1, spec_.who, ": input of shape ",
                   spec_.input.to_string(), " has one value per channel; training needs more for batch statistics");
-    run(*ctx_, train_,
-        {{DNNL_ARG_SRC, x_.input(*ctx_, x)},
-         {DNNL_ARG_DST, y_.output(*ctx_, y)},
-         {DNNL_ARG_SCALE, channel(scale, "scale")},
-         {DNNL_ARG_SHIFT, channel(shift, "shift")},
-         {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
-         {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")}});
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)},
+                                               {DNNL_ARG_DST, y_.output(*ctx_, y)},
+                                               {DNNL_ARG_SCALE, channel(scale, "scale")},
+                                               {DNNL_ARG_SHIFT, channel(shift, "shift")},
+                                               {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
+                                               {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")}};
+    relu_mask_.add_to(*ctx_, args);
+    run(*ctx_, train_, args);
     y_.finish_output(*ctx_, y);
   }
 
@@ -91,8 +106,9 @@ class OneDnnBatchNorm final : public BatchNormPlan {
   BatchNormSpec spec_;
   Shape channel_;
   dnnl::memory::desc x_desc_, c_desc_;
-  Slot x_, y_, dy_;  // y_ also carries the input gradient
-  dnnl::batch_normalization_forward::primitive_desc train_pd_;
+  Slot x_, y_, dy_;                                             // y_ also carries the input gradient
+  dnnl::batch_normalization_forward::primitive_desc train_pd_;  // unfused: what the backward is made from
+  Workspace relu_mask_;  // fused ReLU: the mask oneDNN's training forward writes (unread here)
   dnnl::primitive train_, infer_, bwd_;
 };
 }  // namespace

@@ -14,6 +14,33 @@ void check_same_size(const Tensor& a, const Tensor& b, const char* op) {
   DPTRAIN_CHECK(a.device().is_cpu() && b.device().is_cpu(), op, ": the CPU backend needs host tensors");
 }
 
+// Element-wise loops over large tensors run on the OpenMP threads oneDNN uses: every element is
+// computed the same way whatever the split, so the results are the same bits with any thread count.
+// Small tensors stay on the calling thread (a parallel region costs microseconds).
+constexpr std::int64_t kParallelElements = std::int64_t{1} << 15;
+
+// body(i) for i in [0, count), in parallel from `parallel_from` iterations on.
+template <typename Body>
+void for_each_element(std::int64_t count, Body&& body, std::int64_t parallel_from = kParallelElements) {
+#if DPTRAIN_HAVE_OPENMP
+#pragma omp parallel for schedule(static) if (count >= parallel_from)
+  for (std::int64_t i = 0; i < count; ++i) body(i);
+#else
+  (void)parallel_from;
+  for (std::int64_t i = 0; i < count; ++i) body(i);
+#endif
+}
+
+// Whether every element of p[0, count) is finite.
+bool all_finite(const float* p, std::int64_t count) {
+  bool finite = true;
+#if DPTRAIN_HAVE_OPENMP
+#pragma omp parallel for schedule(static) reduction(&& : finite) if (count >= kParallelElements)
+#endif
+  for (std::int64_t i = 0; i < count; ++i) finite = finite && std::isfinite(p[i]);
+  return finite;
+}
+
 // Element-wise ops run on memory order, which is only meaningful when both tensors share a layout.
 void check_same_layout(const Tensor& a, const Tensor& b, const char* op) {
   check_same_size(a, b, op);
@@ -104,8 +131,7 @@ class OneDnnBackend final : public Backend {
 
   void fill(Tensor& t, float value) override {
     float* p = t.elements<float>();
-    const std::int64_t count = t.numel();
-    for (std::int64_t i = 0; i < count; ++i) p[i] = value;
+    for_each_element(t.numel(), [&](std::int64_t i) { p[i] = value; });
   }
   void copy(const Tensor& src, Tensor& dst) override {
     check_same_size(src, dst, "copy");
@@ -113,23 +139,30 @@ class OneDnnBackend final : public Backend {
     if (src.layout() != dst.layout()) {
       reorder_tensor(*ctx_, src, dst);
     } else if (src.raw() != dst.raw() && src.bytes()) {
-      std::memmove(dst.raw(), src.raw(), src.bytes());
+      const auto* from = static_cast<const std::byte*>(src.raw());
+      auto* to = static_cast<std::byte*>(dst.raw());
+      const std::size_t bytes = src.bytes();
+      constexpr std::size_t kPiece = std::size_t{1} << 16;  // bytes a thread copies at a time
+      if (from + bytes <= to || to + bytes <= from) {       // apart: in pieces, in parallel when large
+        for_each_element(
+            static_cast<std::int64_t>((bytes + kPiece - 1) / kPiece),
+            [&](std::int64_t k) {
+              const std::size_t at = static_cast<std::size_t>(k) * kPiece;
+              std::memcpy(to + at, from + at, std::min(kPiece, bytes - at));
+            },
+            /*parallel_from=*/2);
+      } else {
+        std::memmove(to, from, bytes);
+      }
     }
   }
-  void add(const Tensor& a, const Tensor& b, Tensor& y) override {
-    check_same_layout(a, b, "add");
-    check_same_layout(a, y, "add");
-    const float *pa = a.elements<float>(), *pb = b.elements<float>();
-    float* py = y.elements<float>();
-    const std::int64_t count = y.numel();
-    for (std::int64_t i = 0; i < count; ++i) py[i] = pa[i] + pb[i];
-  }
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override { sum(a, b, y, false, "add"); }
+  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override { sum(a, b, y, true, "add_relu"); }
   void axpby(float alpha, const Tensor& x, float beta, Tensor& y) override {
     check_same_layout(x, y, "axpby");
     const float* px = x.elements<float>();
     float* py = y.elements<float>();
-    const std::int64_t count = y.numel();
-    for (std::int64_t i = 0; i < count; ++i) py[i] = alpha * px[i] + beta * py[i];
+    for_each_element(y.numel(), [&](std::int64_t i) { py[i] = alpha * px[i] + beta * py[i]; });
   }
   void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& h) override {
     check_same_layout(weight, grad, "sgd_update");
@@ -137,23 +170,19 @@ class OneDnnBackend final : public Backend {
     float* w = weight.elements<float>();
     const float* g = grad.elements<float>();
     float* v = velocity.elements<float>();
-    const std::int64_t count = weight.numel();
-    for (std::int64_t i = 0; i < count; ++i) {
+    for_each_element(weight.numel(), [&](std::int64_t i) {
       const float decayed = g[i] + h.weight_decay * w[i];
       v[i] = h.momentum * v[i] + decayed;
       w[i] -= h.learning_rate * (h.nesterov ? decayed + h.momentum * v[i] : v[i]);
-    }
+    });
   }
 
   bool scale_and_check_finite(std::span<Tensor* const> tensors, float factor) override {
     bool finite = true;
     for (Tensor* t : tensors) {
       float* p = t->elements<float>();
-      const std::int64_t count = t->numel();
-      for (std::int64_t i = 0; i < count; ++i) {
-        p[i] *= factor;
-        finite = finite && std::isfinite(p[i]);
-      }
+      for_each_element(t->numel(), [&](std::int64_t i) { p[i] *= factor; });
+      finite = all_finite(p, t->numel()) && finite;
     }
     return finite;
   }
@@ -165,6 +194,19 @@ class OneDnnBackend final : public Backend {
   double measure_peak_gflops() override { return measure_sgemm_gflops(); }
 
  private:
+  // y = a + b, and max(., 0) with `relu` (the residual join with its ReLU fused, one pass).
+  static void sum(const Tensor& a, const Tensor& b, Tensor& y, bool relu, const char* op) {
+    check_same_layout(a, b, op);
+    check_same_layout(a, y, op);
+    const float *pa = a.elements<float>(), *pb = b.elements<float>();
+    float* py = y.elements<float>();
+    if (relu) {
+      for_each_element(y.numel(), [&](std::int64_t i) { py[i] = std::max(pa[i] + pb[i], 0.f); });
+    } else {
+      for_each_element(y.numel(), [&](std::int64_t i) { py[i] = pa[i] + pb[i]; });
+    }
+  }
+
   DnnlContextPtr ctx_ = std::make_shared<DnnlContext>();
 };
 }  // namespace

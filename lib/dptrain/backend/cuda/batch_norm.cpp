@@ -103,9 +103,8 @@ class OwnBatchNorm final : public CheckedBatchNorm {
                         Tensor& batch_variance) override {
     check_forward_training(x, scale, shift, y, batch_mean, batch_variance);
     kernels::batch_norm_forward_training(x.raw(), /*z=*/nullptr, y.raw(), type_, shape_, device_floats(scale),
-                                         device_floats(shift), spec_.epsilon, kernels::BatchNormActivation::none,
-                                         device_floats(batch_mean), device_floats(batch_variance),
-                                         device_floats(workspace_), ctx_->stream());
+                                         device_floats(shift), spec_.epsilon, activation(), device_floats(batch_mean),
+                                         device_floats(batch_variance), device_floats(workspace_), ctx_->stream());
   }
 
   void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& mean,
@@ -113,8 +112,7 @@ class OwnBatchNorm final : public CheckedBatchNorm {
     check_forward_inference(x, scale, shift, mean, variance, y);
     kernels::batch_norm_forward_inference(x.raw(), /*z=*/nullptr, y.raw(), type_, shape_, device_floats(scale),
                                           device_floats(shift), device_floats(mean), device_floats(variance),
-                                          spec_.epsilon, kernels::BatchNormActivation::none, device_floats(workspace_),
-                                          ctx_->stream());
+                                          spec_.epsilon, activation(), device_floats(workspace_), ctx_->stream());
   }
 
   void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
@@ -130,6 +128,11 @@ class OwnBatchNorm final : public CheckedBatchNorm {
   }
 
  private:
+  // A fused ReLU (BatchNormSpec::fuse_relu) is applied in the normalisation's own pass.
+  kernels::BatchNormActivation activation() const {
+    return spec_.fuse_relu ? kernels::BatchNormActivation::relu : kernels::BatchNormActivation::none;
+  }
+
   kernels::BatchNormShape shape_;
   Tensor workspace_;  // batch_norm_workspace_floats(shape_, type_): reused by every pass, in stream order
 };
@@ -159,6 +162,7 @@ class CudnnBatchNorm final : public CheckedBatchNorm {
         /*exponentialAverageFactor=*/1.0, batch_mean.raw(), batch_variance.raw(), epsilon(),
         /*resultSaveMean=*/nullptr, /*resultSaveInvVariance=*/nullptr));
     narrowed(wide_y, y);
+    fused_relu(y);
     const float biased = static_cast<float>(m - 1) / static_cast<float>(m);
     kernels::axpby(biased, device_floats(batch_variance), 0.f, device_floats(batch_variance), channel_[0],
                    ctx_->stream());
@@ -175,6 +179,7 @@ class CudnnBatchNorm final : public CheckedBatchNorm {
                                                                 x_desc_, y_out, c_desc_, scale.raw(), shift.raw(),
                                                                 mean.raw(), variance.raw(), epsilon()));
     narrowed(wide_y, y);
+    fused_relu(y);
   }
 
   void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
@@ -206,6 +211,11 @@ class CudnnBatchNorm final : public CheckedBatchNorm {
     if (!widen_) return t.raw();
     kernels::convert(t.raw(), type_, wide.raw(), DType::f32, t.numel(), ctx_->stream());
     return wide.raw();
+  }
+  // A fused ReLU (BatchNormSpec::fuse_relu): cuDNN's legacy batch norm has none, so a pass of our own
+  // over the output in place.
+  void fused_relu(Tensor& y) const {
+    if (spec_.fuse_relu) kernels::relu_forward(y.raw(), y.raw(), type_, y.numel(), ctx_->stream());
   }
   // bf16: where cuDNN writes (`wide`), rounded into `t` afterwards by narrowed(); otherwise `t`.
   void* output_of(Tensor& t, Tensor& wide) const { return widen_ ? wide.raw() : t.raw(); }

@@ -155,14 +155,8 @@ class CudaBackend final : public Backend {
       DPTRAIN_CUDA_CHECK(cudaMemcpyAsync(dst.raw(), src.raw(), src.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
     }
   }
-  void add(const Tensor& a, const Tensor& b, Tensor& y) override {
-    check_floating(a, "add");
-    check_floating(b, "add");
-    check_floating(y, "add");
-    check_same(a, y, "add");
-    check_same(b, y, "add");
-    kernels::add(a.raw(), b.raw(), y.raw(), y.dtype(), y.numel(), ctx_->stream());
-  }
+  void add(const Tensor& a, const Tensor& b, Tensor& y) override { sum(a, b, y, false, "add"); }
+  void add_relu(const Tensor& a, const Tensor& b, Tensor& y) override { sum(a, b, y, true, "add_relu"); }
   void axpby(float alpha, const Tensor& x, float beta, Tensor& y) override {
     check_floating(x, "axpby");
     check_floating(y, "axpby");
@@ -247,6 +241,15 @@ class CudaBackend final : public Backend {
   CudaContext& context() { return *ctx_; }
 
  private:
+  // y = a + b, and max(., 0) with `relu` (the residual join with its ReLU fused, one pass).
+  void sum(const Tensor& a, const Tensor& b, Tensor& y, bool relu, const char* op) {
+    check_floating(a, op);
+    check_floating(b, op);
+    check_floating(y, op);
+    check_same(a, y, op);
+    check_same(b, y, op);
+    kernels::add(a.raw(), b.raw(), y.raw(), y.dtype(), y.numel(), relu, ctx_->stream());
+  }
   void check_here(const Tensor& t, const char* op) const {
     DPTRAIN_CHECK(t.device() == Device::cuda(ctx_->device()), op, ": a tensor in ", t.device().to_string(),
                   " memory was given to the backend of cuda:", ctx_->device());

@@ -13,8 +13,11 @@ __global__ void fill_kernel(T* y, std::int64_t n, float value) {
   DPTRAIN_GRID_STRIDE(i, n) y[i] = v;
 }
 template <typename T>
-__global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t n) {
-  DPTRAIN_GRID_STRIDE(i, n) y[i] = from_float<T>(to_float(a[i]) + to_float(b[i]));
+__global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t n, bool relu) {
+  DPTRAIN_GRID_STRIDE(i, n) {
+    const float sum = to_float(a[i]) + to_float(b[i]);
+    y[i] = from_float<T>(relu ? (sum > 0.f ? sum : 0.f) : sum);
+  }
 }
 template <typename T>
 __global__ void axpby_kernel(float alpha, const T* x, float beta, T* y, std::int64_t n) {
@@ -119,11 +122,11 @@ void fill(void* y, DType type, std::int64_t n, float value, cudaStream_t stream)
   DPTRAIN_CHECK_LAUNCH();
 }
 
-void add(const void* a, const void* b, void* y, DType type, std::int64_t n, cudaStream_t stream) {
+void add(const void* a, const void* b, void* y, DType type, std::int64_t n, bool relu, cudaStream_t stream) {
   if (n == 0) return;
   with_element_type(type, "add", [&](auto element) {
     using T = decltype(element);
-    add_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(a), typed<T>(b), typed<T>(y), n);
+    add_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(a), typed<T>(b), typed<T>(y), n, relu);
   });
   DPTRAIN_CHECK_LAUNCH();
 }

@@ -16,7 +16,8 @@ namespace dptrain::cuda::kernels {
 // elementwise_kernels.cu
 void fill(float* y, std::int64_t n, float value, cudaStream_t stream);
 void fill(void* y, DType type, std::int64_t n, float value, cudaStream_t stream);
-void add(const void* a, const void* b, void* y, DType type, std::int64_t n, cudaStream_t stream);
+// y = a + b; with `relu`, y = max(a + b, 0) (NaN -> 0, as relu_forward).
+void add(const void* a, const void* b, void* y, DType type, std::int64_t n, bool relu, cudaStream_t stream);
 void axpby(float alpha, const float* x, float beta, float* y, std::int64_t n, cudaStream_t stream);
 void axpby(float alpha, const void* x, float beta, void* y, DType type, std::int64_t n, cudaStream_t stream);
 void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate, float momentum,
