@@ -425,7 +425,7 @@ mpi_step gpu_nccl_np2 gpu_nccl 45
 frozen_report='rank 0: collective #[0-9]+ \([a-z -]+\) has waited [0-9]+ s, longer than --stall-timeout 8 s. ranks that stopped answering \(frozen, killed, or their node is lost\): 1 on node1 '
 mpi_step gpu_nccl_frozen_rank gpu_nccl_frozen_rank 45 "$frozen_report"
 step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
-grep -E '^(agreement |bf16 batch norm|algorithm searches )' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+grep -E '^(agreement |bf16 batch norm|fp16 batch norm|algorithm searches )' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
 step gpu_reducer_fence 30 "$work/bin/gpu_reducer_fence"; verdict gpu_reducer_fence $?
 grep -E '^reducer fence' "$logs/gpu_reducer_fence.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
 step gpu_resnet_stem 60 "$work/bin/gpu_resnet_stem"; verdict gpu_resnet_stem $?

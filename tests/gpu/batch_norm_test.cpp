@@ -88,14 +88,16 @@ void check_batch_norm(const Shape& input, float low = -2.f, float high = 3.f) {
 // The shapes both implementations are checked on. With our kernels: H*W = 25, 7 and 63 read one element
 // at a time, 196 = 4 x 49 in 8-byte vectors (bf16, fp16) and 16-byte ones (f32), 3136 in 16-byte
 // vectors, cut into groups whose last one is shorter.
-void check_batch_norm_shapes() {
+// `large_mean`: also a shape whose values sit far from zero, which only our kernels are asked to
+// normalise to fp32's bound (cuDNN's legacy routine is not documented to be stable there).
+void check_batch_norm_shapes(bool large_mean) {
   check_batch_norm(Shape{4, 8, 5, 5});
   check_batch_norm(Shape{2, 3, 1, 7});  // one row per image: m = 14 values per channel
   check_batch_norm(Shape{3, 5, 7, 9});
   check_batch_norm(Shape{4, 6, 14, 14});
   // m = 25088 values per channel around 102 with a standard deviation of 1.15: sum(x^2) / m - mean^2
-  // in fp32 keeps no digit of the variance.
-  check_batch_norm(Shape{8, 16, 56, 56}, 100.f, 104.f);
+  // in fp32 loses about three of the variance's seven digits, far beyond the 1e-4 bound.
+  if (large_mean) check_batch_norm(Shape{8, 16, 56, 56}, 100.f, 104.f);
 }
 
 // Milliseconds per forward + backward of a batch norm of `input` made under the current policy, on
@@ -286,7 +288,7 @@ TEST_CASE("batch normalization: our kernels and cuDNN both agree with the CPU in
   for (const char* policy : {"own", "cudnn"}) {
     INFO(kPolicy << "=" << policy);
     const ScopedVariable scoped(kPolicy, policy);
-    check_batch_norm_shapes();
+    check_batch_norm_shapes(/*large_mean=*/std::string(policy) == "own");
   }
   const ScopedVariable scoped(kPolicy, "fast");
   BatchNormSpec spec;

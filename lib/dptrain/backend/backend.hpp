@@ -235,9 +235,10 @@ class Backend {
     return {0, "the " + name() + " backend chooses nothing by measuring"};
   }
   virtual AlgorithmSearchStats algorithm_search() const { return {}; }
-  // After the first training step, when every op has made its choices: gives back the memory only
-  // the searches needed (on a GPU, the workspace beyond what the chosen algorithms use, and the
-  // allocator's cached blocks). Later searches (another net's) still work; they grow it again.
+  // After the second training step, when every op has made its choices and run the ones a run takes
+  // from rank 0 or a checkpoint: gives back the memory only the searches needed (on a GPU, the workspace beyond what
+  // the chosen algorithms use, and the allocator's cached blocks). Later searches (another net's) still work; they grow
+  // it again.
   virtual void release_search_memory() {}
   // Every convolution search made so far, in the order made (empty where nothing is searched).
   virtual std::vector<ConvolutionSearch> convolution_searches() const { return {}; }

@@ -1,6 +1,7 @@
 #include "dptrain/backend/cudnn_workspace.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
@@ -34,7 +35,8 @@ std::optional<std::size_t> workspace_override() {
 std::size_t cudnn_workspace_cap_bytes(std::size_t free_bytes) {
   if (const auto fixed = workspace_override()) return *fixed;
   const std::size_t floor = std::min(kWorkspaceFloorBytes, free_bytes / 2);
-  return std::min(kWorkspaceCeilingBytes, std::max(free_bytes / kWorkspaceShareDivisor, floor));
+  const std::size_t cap = std::min(kWorkspaceCeilingBytes, std::max(free_bytes / kWorkspaceShareDivisor, floor));
+  return cap == 0 ? 0 : std::bit_floor(cap);
 }
 
 std::size_t cudnn_workspace_cap_bytes() { return workspace_override().value_or(kWorkspaceFloorBytes); }

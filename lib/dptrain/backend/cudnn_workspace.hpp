@@ -3,7 +3,9 @@
 // convert layouts or split the reduction (the fast ones for large early layers in 16 bits) out on a
 // large GPU, and a large one would crowd a small GPU, so the cap follows the memory the device has
 // free when the first search runs (after the activations are allocated): a quarter of it
-// (kWorkspaceShare), at least min(512 MiB, half of it), at most 4 GiB. DPTRAIN_CUDNN_WORKSPACE_MB
+// (kWorkspaceShare), at least min(512 MiB, half of it), at most 4 GiB, rounded down to a power of two
+// (so that ranks on like GPUs, whose free memory differs by a little, get the same cap and can run
+// each other's algorithm choices). DPTRAIN_CUDNN_WORKSPACE_MB
 // overrides it: a whole number of MiB; anything else throws dptrain::Error naming the variable.
 // Here, not in backend/cuda, so that memory estimates know it in CPU-only builds too.
 #include <cstddef>

@@ -37,10 +37,9 @@ StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
   if (apply) sgd_.step(static_cast<float>(lr));
   update.finish();
   ++step_;
-  if (!searches_released_) {  // the first step made every choice by measuring: free what only that needed
-    net_.backend().release_search_memory();
-    searches_released_ = true;
-  }
+  // The first step made every choice by measuring, and a run then takes rank 0's (or a checkpoint's),
+  // which the plans look up in the second: after it, free what only the searches needed.
+  if (++steps_run_ == 2) net_.backend().release_search_memory();
   StepResult result = score(net_.total_loss());
   result.learning_rate = lr;
   result.skipped = !apply;

@@ -55,7 +55,7 @@ class Trainer {
   LossScaler scaler_;
   std::vector<Tensor*> gradients_;
   std::int64_t step_ = 0;
-  bool searches_released_ = false;  // Backend::release_search_memory after this trainer's first step
+  int steps_run_ = 0;  // by this trainer: Backend::release_search_memory after the second
   TraceRecorder* trace_ = nullptr;
 };
 

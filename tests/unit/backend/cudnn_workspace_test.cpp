@@ -54,7 +54,9 @@ TEST_CASE("the cuDNN workspace cap follows the device's free memory: a quarter, 
   CHECK(dptrain::cudnn_workspace_cap_bytes(120 * GiB) == 4 * GiB);    // an H200 after ResNet-50: the ceiling
   CHECK(dptrain::cudnn_workspace_cap_bytes(8 * GiB) == 2 * GiB);      // a quarter
   CHECK(dptrain::cudnn_workspace_cap_bytes(1 * GiB) == 512 * MiB);    // the floor of 512 MiB
-  CHECK(dptrain::cudnn_workspace_cap_bytes(600 * MiB) == 300 * MiB);  // but never more than half of what is free
+  CHECK(dptrain::cudnn_workspace_cap_bytes(600 * MiB) == 256 * MiB);  // never over half of it: 300, down to 2^28
+  CHECK(dptrain::cudnn_workspace_cap_bytes(12 * GiB) == 2 * GiB);     // 3 GiB: a power of two, so that ranks agree
+  CHECK(dptrain::cudnn_workspace_cap_bytes(12 * GiB + 7 * MiB) == dptrain::cudnn_workspace_cap_bytes(13 * GiB));
   CHECK(dptrain::cudnn_workspace_cap_bytes(0) == 0);
   CHECK(dptrain::cudnn_workspace_cap_bytes() == 512 * MiB);  // no device known: the floor
   WorkspaceVariable set("64");                               // the override wins over the device's memory

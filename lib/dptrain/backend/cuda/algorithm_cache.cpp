@@ -96,13 +96,13 @@ void AlgorithmCache::add(const std::string& key, const FoundAlgorithm& found, do
   stats_.seconds += seconds;
   if (fell_back) ++stats_.nondeterministic_fallbacks;
   search.key = key;
+  for (ConvolutionSearch& earlier : searches_) {
+    if (earlier.key != key) continue;
+    search.layers = earlier.layers;  // searched again (an adopted choice that did not fit): one row
+    earlier = std::move(search);
+    return;
+  }
   searches_.push_back(std::move(search));
-}
-
-std::size_t AlgorithmCache::largest_workspace() const {
-  std::size_t largest = 0;
-  for (const auto& [key, found] : found_) largest = std::max(largest, found.workspace);
-  return largest;
 }
 
 std::string AlgorithmCache::to_text(const std::string& fingerprint) const {

@@ -4,6 +4,7 @@
 // bottleneck shapes up to six times, and Inception's branches repeat theirs across modules.
 #include <cudnn.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <string>
@@ -89,8 +90,10 @@ class AlgorithmCache {
   AlgorithmSearchStats stats() const { return stats_; }
   // Every search add() recorded, in order, with how many layers looked its key up.
   std::vector<ConvolutionSearch> searches() const { return searches_; }
-  // The largest workspace of any choice held (what the plans need once the searches are over).
-  std::size_t largest_workspace() const;
+  // A plan runs a choice with this workspace (its own query's figure, for an adopted choice too).
+  void note_workspace_in_use(std::size_t bytes) { largest_in_use_ = std::max(largest_in_use_, bytes); }
+  // The largest workspace a plan has run a choice with: what they need once the searches are over.
+  std::size_t largest_workspace() const { return largest_in_use_; }
 
   // Whether searches take deterministic algorithms only (the default; --nondeterministic turns it off).
   bool deterministic() const { return deterministic_; }
@@ -109,6 +112,7 @@ class AlgorithmCache {
  private:
   std::map<std::string, FoundAlgorithm> found_;
   std::vector<ConvolutionSearch> searches_;
+  std::size_t largest_in_use_ = 0;
   AlgorithmSearchStats stats_;
   bool deterministic_ = true;
   int generation_ = 0;

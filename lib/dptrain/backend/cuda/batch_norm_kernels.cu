@@ -16,6 +16,7 @@
 #include "dptrain/backend/cuda/batch_norm_kernels.hpp"
 #include "dptrain/backend/cuda/element.cuh"
 #include "dptrain/backend/cuda/launch.cuh"
+#include "dptrain/backend/cuda/vector_access.cuh"
 
 namespace dptrain::cuda::kernels {
 namespace {
@@ -43,39 +44,6 @@ __device__ inline std::int64_t element_of(const Geometry& g, std::int64_t c, std
 // The channel of the whole tensor's vector i.
 __device__ inline std::int64_t channel_of(const Geometry& g, std::int64_t i) {
   return (i / g.plane_vectors) % g.channels;
-}
-
-// V consecutive elements, as one load or store of V * sizeof(T) bytes.
-template <typename T, int V>
-struct alignas(sizeof(T) * V) Pack {
-  T e[V];
-};
-
-// Loads V elements at p widened to float: one vector load when kAligned, else V element loads (the
-// same values in the same order, for a tensor whose address is not a multiple of the vector size).
-template <typename T, int V, bool kAligned>
-__device__ inline void load(const T* p, float (&out)[V]) {
-  if constexpr (kAligned) {
-    const Pack<T, V> pack = *reinterpret_cast<const Pack<T, V>*>(p);
-#pragma unroll
-    for (int e = 0; e < V; ++e) out[e] = to_float(pack.e[e]);
-  } else {
-#pragma unroll
-    for (int e = 0; e < V; ++e) out[e] = to_float(p[e]);
-  }
-}
-
-template <typename T, int V, bool kAligned>
-__device__ inline void store(T* p, const float (&in)[V]) {
-  if constexpr (kAligned) {
-    Pack<T, V> pack;
-#pragma unroll
-    for (int e = 0; e < V; ++e) pack.e[e] = from_float<T>(in[e]);
-    *reinterpret_cast<Pack<T, V>*>(p) = pack;
-  } else {
-#pragma unroll
-    for (int e = 0; e < V; ++e) p[e] = from_float<T>(in[e]);
-  }
 }
 
 // (count, mean, M2 = sum of squared deviations from the mean) of some values.
@@ -328,9 +296,7 @@ struct Width {
 template <typename T, typename Launch>
 void with_width(const Geometry& g, std::initializer_list<const void*> pointers, Launch&& launch) {
   constexpr int kWide = 16 / static_cast<int>(sizeof(T)), kNarrow = 8 / static_cast<int>(sizeof(T));
-  const auto bytes = static_cast<std::uintptr_t>(g.width) * sizeof(T);
-  bool aligned = true;
-  for (const void* p : pointers) aligned = aligned && reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+  const bool aligned = all_aligned(static_cast<std::size_t>(g.width) * sizeof(T), pointers);
   if (g.width == kWide) return aligned ? launch(Width<kWide, true>{}) : launch(Width<kWide, false>{});
   if (g.width == kNarrow) return aligned ? launch(Width<kNarrow, true>{}) : launch(Width<kNarrow, false>{});
   DPTRAIN_CHECK(g.width == 1, "batch norm: no kernel for vectors of ", g.width, " elements");

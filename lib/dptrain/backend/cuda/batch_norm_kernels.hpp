@@ -38,7 +38,8 @@ enum class BatchNormActivation : int { none, relu, add_relu };
 // is read element by element in the same order, so alignment does not change a result's bits).
 int batch_norm_vector_width(const BatchNormShape& shape, DType type);
 // The groups each channel is cut into: about 1024 blocks in all (every SM of an H100 or H200 busy
-// even with 64 channels), no group under 512 vectors, at most 65535 (gridDim.y), none empty.
+// even with 64 channels), no group but the last under 512 vectors, at most 65535 (gridDim.y), none
+// empty.
 std::int64_t batch_norm_groups(const BatchNormShape& shape, DType type);
 // The floats of `workspace` every launcher below needs for `shape` and `type`.
 std::int64_t batch_norm_workspace_floats(const BatchNormShape& shape, DType type);

@@ -16,7 +16,8 @@ struct MemoryStats {
   std::size_t in_use = 0;          // bytes handed out now
   std::size_t peak_in_use = 0;     // the most ever handed out at once
   std::size_t reserved = 0;        // bytes held from the driver: in use plus cached
-  std::size_t device_mallocs = 0;  // cudaMalloc calls so far: flat from the second step on
+  std::size_t device_mallocs = 0;  // cudaMalloc calls so far: flat from the third step on (the second
+                                   // allocates again what release_search_memory gave back)
 };
 
 class CachingAllocator {

@@ -1,5 +1,7 @@
 #include "dptrain/backend/cuda/context.hpp"
 
+#include <algorithm>
+
 #include "dptrain/backend/cudnn_workspace.hpp"
 #include "dptrain/core/error.hpp"
 
@@ -56,16 +58,26 @@ void* CudaContext::workspace(std::size_t bytes) {
   return workspace_bytes_ ? workspace_.raw() : nullptr;
 }
 
+std::size_t CudaContext::available_for_workspace() const {
+  std::size_t free = 0, total = 0;
+  DPTRAIN_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  const MemoryStats held = allocator_->stats();
+  const std::size_t cached = held.reserved > held.in_use ? held.reserved - held.in_use : 0;
+  return free + cached + workspace_bytes_;
+}
+
 std::size_t CudaContext::workspace_cap() {
   if (!workspace_cap_set_) {
-    std::size_t free = 0, total = 0;
-    DPTRAIN_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-    const MemoryStats held = allocator_->stats();
-    const std::size_t cached = held.reserved > held.in_use ? held.reserved - held.in_use : 0;
-    workspace_cap_ = cudnn_workspace_cap_bytes(free + cached + workspace_bytes_);
+    workspace_cap_ = cudnn_workspace_cap_bytes(available_for_workspace());
     workspace_cap_set_ = true;
   }
   return workspace_cap_;
+}
+
+std::size_t CudaContext::search_workspace() {
+  const std::size_t cap = workspace_cap();
+  if (workspace_bytes_ >= cap) return cap;  // held already
+  return std::min(cap, available_for_workspace() / 2);
 }
 
 void CudaContext::shrink_workspace(std::size_t bytes) {

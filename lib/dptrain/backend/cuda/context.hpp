@@ -36,18 +36,25 @@ class CudaContext {
   // Device memory from the caching allocator, returned to it when the last view goes.
   Tensor allocate(const Shape& shape, DType dtype);
   // The shared scratch of convolutions, at least `bytes` large. Plans run one after another on one
-  // stream, so one workspace serves them all; it only grows (in the allocator's stream order).
+  // stream, so one workspace serves them all; it grows (in the allocator's stream order) until
+  // shrink_workspace gives back what only the searches needed.
   void* workspace(std::size_t bytes);
   std::size_t workspace_size() const { return workspace_bytes_; }
   // The most workspace a convolution's algorithm search may offer (backend/cudnn_workspace.hpp): set
   // at the first call from the memory then free on the device (the driver's free memory plus the
   // allocator's cached blocks, which it reuses), and kept, so every layer is searched under one cap.
   std::size_t workspace_cap();
+  // What a search made now may offer: the cap, or less where less is free now (a search after
+  // shrink_workspace, for another net's shapes, must not ask for memory the activations took).
+  std::size_t search_workspace();
   // Gives back a workspace larger than `bytes` (the searches' cap, once the algorithms are chosen)
   // and the allocator's cached blocks: waits for the device.
   void shrink_workspace(std::size_t bytes);
 
  private:
+  // The driver's free memory, the allocator's cached blocks and the workspace held.
+  std::size_t available_for_workspace() const;
+
   int device_;
   DType activation_;
   Stream stream_;  // made after cudaSetDevice (see the constructor), destroyed after the handles

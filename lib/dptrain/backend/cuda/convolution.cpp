@@ -53,6 +53,7 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
     if (!found->adopted || (workspace_of(static_cast<Algo>(found->algo), found->math, &bytes) == CUDNN_STATUS_SUCCESS &&
                             bytes <= ctx.workspace_cap())) {
       chosen = {true, cache.generation(), static_cast<Algo>(found->algo), bytes, found->math};
+      cache.note_workspace_in_use(bytes);
       return;
     }
   }
@@ -61,7 +62,7 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
   const auto start = std::chrono::steady_clock::now();
   std::array<Perf, Count> results{};
   int returned = 0;
-  const std::size_t cap = ctx.workspace_cap();  // DPTRAIN_CUDNN_WORKSPACE_MB overrides
+  const std::size_t cap = ctx.search_workspace();  // the cap (DPTRAIN_CUDNN_WORKSPACE_MB overrides)
   DPTRAIN_CUDNN_CHECK(find(Count, &returned, results.data(), ctx.workspace(cap), cap));
   bool fell_back = false;
   const int pick = pick_algorithm(results.data(), returned, cache.deterministic(), fell_back);
@@ -74,6 +75,7 @@ void choose(Chosen<Algo>& chosen, CudaContext& ctx, const std::string& key, cons
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), fell_back,
             std::move(search));
   chosen = {true, cache.generation(), best.algo, best.memory, best.mathType};
+  cache.note_workspace_in_use(best.memory);
 }
 
 class CudnnConvolution final : public ConvolutionPlan {

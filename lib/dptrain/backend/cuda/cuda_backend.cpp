@@ -37,7 +37,7 @@ class CudaFence final : public Fence {
 // (with any gap where the GPU waited for the host to queue more).
 class CudaTimeMark final : public TimeMark {
  public:
-  CudaTimeMark(cudaStream_t stream) {
+  explicit CudaTimeMark(cudaStream_t stream) {
     DPTRAIN_CUDA_CHECK(cudaEventCreate(&event_));
     const cudaError_t recorded = cudaEventRecord(event_, stream);
     if (recorded != cudaSuccess) {

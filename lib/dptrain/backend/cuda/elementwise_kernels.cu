@@ -1,31 +1,90 @@
 // Element-wise kernels: memory-bound one-liners, each a grid-stride loop. The activation kernels are
-// templated on the element type (element.cuh); with float they are the original fp32 kernels.
+// templated on the element type (element.cuh); with float they are the original fp32 kernels. The
+// hottest (fill, add, axpby, ReLU) move 16 bytes a thread where the tensors' addresses allow
+// (vector_access.cuh), with the same arithmetic per element.
 #include "dptrain/backend/cuda/element.cuh"
 #include "dptrain/backend/cuda/kernels.hpp"
 #include "dptrain/backend/cuda/launch.cuh"
+#include "dptrain/backend/cuda/vector_access.cuh"
 #include "dptrain/core/philox_block.hpp"
 
 namespace dptrain::cuda::kernels {
 namespace {
+// The element-wise maps of activations (vector_access.cuh: V elements a thread, each computed as alone).
 template <typename T>
-__global__ void fill_kernel(T* y, std::int64_t n, float value) {
-  const T v = from_float<T>(value);
-  DPTRAIN_GRID_STRIDE(i, n) y[i] = v;
-}
-template <typename T>
-__global__ void add_kernel(const T* a, const T* b, T* y, std::int64_t n, bool relu) {
-  DPTRAIN_GRID_STRIDE(i, n) {
-    const float sum = to_float(a[i]) + to_float(b[i]);
-    y[i] = from_float<T>(relu ? (sum > 0.f ? sum : 0.f) : sum);
+struct Fill {
+  T* y;
+  float value;
+  template <int V>
+  __device__ void apply(std::int64_t at) const {
+    float v[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = value;
+    store<T, V>(y + at, v);
   }
-}
+};
 template <typename T>
-__global__ void axpby_kernel(float alpha, const T* x, float beta, T* y, std::int64_t n) {
-  // beta == 0 overwrites: y may hold garbage (NaN) that 0 * y would keep.
-  DPTRAIN_GRID_STRIDE(i, n) {
-    y[i] = from_float<T>(beta == 0.f ? alpha * to_float(x[i]) : alpha * to_float(x[i]) + beta * to_float(y[i]));
+struct Add {
+  const T *a, *b;
+  T* y;
+  bool relu;
+  template <int V>
+  __device__ void apply(std::int64_t at) const {
+    float va[V], vb[V];
+    load<T, V>(a + at, va);
+    load<T, V>(b + at, vb);
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      const float sum = va[e] + vb[e];
+      va[e] = relu ? (sum > 0.f ? sum : 0.f) : sum;
+    }
+    store<T, V>(y + at, va);
   }
-}
+};
+// beta == 0 overwrites: y may hold garbage (NaN) that 0 * y would keep.
+template <typename T>
+struct Axpby {
+  float alpha;
+  const T* x;
+  float beta;
+  T* y;
+  template <int V>
+  __device__ void apply(std::int64_t at) const {
+    float vx[V], vy[V] = {};
+    load<T, V>(x + at, vx);
+    if (beta != 0.f) load<T, V>(y + at, vy);
+#pragma unroll
+    for (int e = 0; e < V; ++e) vx[e] = beta == 0.f ? alpha * vx[e] : alpha * vx[e] + beta * vy[e];
+    store<T, V>(y + at, vx);
+  }
+};
+template <typename T>
+struct ReluForward {
+  const T* x;
+  T* y;
+  template <int V>
+  __device__ void apply(std::int64_t at) const {
+    float v[V];
+    load<T, V>(x + at, v);
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = v[e] > 0.f ? v[e] : 0.f;
+    store<T, V>(y + at, v);
+  }
+};
+template <typename T>
+struct ReluBackward {
+  const T *y, *dy;
+  T* dx;
+  template <int V>
+  __device__ void apply(std::int64_t at) const {
+    float out[V], grad[V];
+    load<T, V>(y + at, out);
+    load<T, V>(dy + at, grad);
+#pragma unroll
+    for (int e = 0; e < V; ++e) grad[e] = out[e] > 0.f ? grad[e] : 0.f;
+    store<T, V>(dx + at, grad);
+  }
+};
 // The CPU backend's formula: g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
 __global__ void sgd_kernel(float* w, const float* g, float* v, std::int64_t n, float lr, float m, float wd,
                            bool nesterov) {
@@ -35,17 +94,6 @@ __global__ void sgd_kernel(float* w, const float* g, float* v, std::int64_t n, f
     v[i] = velocity;
     w[i] -= lr * (nesterov ? decayed + m * velocity : velocity);
   }
-}
-template <typename T>
-__global__ void relu_forward_kernel(const T* x, T* y, std::int64_t n) {
-  DPTRAIN_GRID_STRIDE(i, n) {
-    const float v = to_float(x[i]);
-    y[i] = from_float<T>(v > 0.f ? v : 0.f);
-  }
-}
-template <typename T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t n) {
-  DPTRAIN_GRID_STRIDE(i, n) dx[i] = from_float<T>(to_float(y[i]) > 0.f ? to_float(dy[i]) : 0.f);
 }
 __global__ void broadcast_rows_kernel(const float* bias, float* y, std::int64_t rows, std::int64_t cols) {
   DPTRAIN_GRID_STRIDE(i, rows * cols) y[i] = bias[i % cols];
@@ -117,18 +165,16 @@ void fill(void* y, DType type, std::int64_t n, float value, cudaStream_t stream)
   if (n == 0) return;
   with_element_type(type, "fill", [&](auto element) {
     using T = decltype(element);
-    fill_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(y), n, value);
+    launch_map<T>(n, {y}, Fill<T>{typed<T>(y), value}, stream);
   });
-  DPTRAIN_CHECK_LAUNCH();
 }
 
 void add(const void* a, const void* b, void* y, DType type, std::int64_t n, bool relu, cudaStream_t stream) {
   if (n == 0) return;
   with_element_type(type, "add", [&](auto element) {
     using T = decltype(element);
-    add_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(a), typed<T>(b), typed<T>(y), n, relu);
+    launch_map<T>(n, {a, b, y}, Add<T>{typed<T>(a), typed<T>(b), typed<T>(y), relu}, stream);
   });
-  DPTRAIN_CHECK_LAUNCH();
 }
 
 void axpby(float alpha, const float* x, float beta, float* y, std::int64_t n, cudaStream_t stream) {
@@ -139,9 +185,8 @@ void axpby(float alpha, const void* x, float beta, void* y, DType type, std::int
   if (n == 0) return;
   with_element_type(type, "axpby", [&](auto element) {
     using T = decltype(element);
-    axpby_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(alpha, typed<T>(x), beta, typed<T>(y), n);
+    launch_map<T>(n, {x, y}, Axpby<T>{alpha, typed<T>(x), beta, typed<T>(y)}, stream);
   });
-  DPTRAIN_CHECK_LAUNCH();
 }
 
 void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate, float momentum,
@@ -156,18 +201,16 @@ void relu_forward(const void* x, void* y, DType type, std::int64_t n, cudaStream
   if (n == 0) return;
   with_element_type(type, "relu_forward", [&](auto element) {
     using T = decltype(element);
-    relu_forward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(x), typed<T>(y), n);
+    launch_map<T>(n, {x, y}, ReluForward<T>{typed<T>(x), typed<T>(y)}, stream);
   });
-  DPTRAIN_CHECK_LAUNCH();
 }
 
 void relu_backward(const void* y, const void* dy, void* dx, DType type, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   with_element_type(type, "relu_backward", [&](auto element) {
     using T = decltype(element);
-    relu_backward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(typed<T>(y), typed<T>(dy), typed<T>(dx), n);
+    launch_map<T>(n, {y, dy, dx}, ReluBackward<T>{typed<T>(y), typed<T>(dy), typed<T>(dx)}, stream);
   });
-  DPTRAIN_CHECK_LAUNCH();
 }
 
 void broadcast_rows(const float* bias, float* y, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
