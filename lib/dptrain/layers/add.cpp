@@ -28,7 +28,7 @@ void Add::backward(std::span<const Tensor* const>, const Tensor&, const Tensor& 
   for (Tensor* d : dinputs) {
     if (d == nullptr) continue;
     check_shape(*d, shape_, who(), "input gradient");
-    backend_->copy(doutput, *d);
+    backend_->copy(doutput, *d);  // nothing to move where it is the output gradient's memory (in place)
   }
 }
 

@@ -5,8 +5,8 @@
 // it, a gradient from its first consumer's backward to its producer's backward). Tensors whose
 // lifetimes do not overlap share memory: the plan places them at offsets of one arena, largest first,
 // each at the lowest offset free over its whole lifetime (greedy by size, as TFLite's and MXNet's
-// planners do). A ReLU writes over its input and its input gradient over its output gradient when
-// nothing else reads them.
+// planners do). A ReLU (or a residual sum) writes over its input and its input gradient over its
+// output gradient when nothing else reads them.
 //
 // The plan is computed from what each layer says its backward pass reads, so it is the same on every
 // backend; verify_memory_plan() replays the schedule against the placement to prove that no tensor is

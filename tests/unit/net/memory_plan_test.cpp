@@ -172,6 +172,14 @@ TEST_CASE("planned nets train bit-identically to one buffer per tensor", "[net][
       if (c.model == "googlenet") CHECK(fused > 50);
       // ResNet-50's ReLUs: the stem's and two per bottleneck follow batch norms, the third the add.
       if (c.model == "resnet50") CHECK(fused == 1 + 3 * 16);
+      // ResNet-50's residual sums are written over their branch, and share its gradient.
+      int sums_in_place = 0;
+      for (std::size_t i = 0; i < planned->nodes().size(); ++i) {
+        const auto& node = planned->nodes()[i];
+        if (node.layer && std::string(node.layer->kind()) == "add")
+          sums_in_place += planned->memory_plan().in_place(static_cast<int>(i));
+      }
+      if (c.model == "resnet50") CHECK(sums_in_place == 16);
       planned->initialize(3);
       unplanned->initialize(3);
       TrainerConfig tc;
