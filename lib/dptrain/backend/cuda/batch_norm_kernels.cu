@@ -275,15 +275,6 @@ __global__ void input_gradient_kernel(const T* x, const T* dy, const T* relu_out
   }
 }
 
-template <typename T>
-T* typed(void* p) {
-  return static_cast<T*>(p);
-}
-template <typename T>
-const T* typed(const void* p) {
-  return static_cast<const T*>(p);
-}
-
 // A vector width and whether its loads may be vector loads, as types for the kernel templates.
 template <int V, bool kAligned>
 struct Width {

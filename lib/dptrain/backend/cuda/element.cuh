@@ -31,6 +31,16 @@ __device__ inline __half from_float<__half>(float v) {
   return __float2half_rn(v);
 }
 
+// A launcher's void pointer as its element type's (T from with_element_type below).
+template <typename T>
+T* typed(void* p) {
+  return static_cast<T*>(p);
+}
+template <typename T>
+const T* typed(const void* p) {
+  return static_cast<const T*>(p);
+}
+
 // Calls launch(T{}) with the element type of `type` (f32, bf16 or f16); `what` names the op in the
 // error for any other type.
 template <typename Launch>

@@ -149,14 +149,6 @@ __global__ void inverse_std_kernel(const float* variance, float epsilon, float* 
   DPTRAIN_GRID_STRIDE(i, n) inverse_std[i] = rsqrtf(variance[i] + epsilon);
 }
 
-template <typename T>
-T* typed(void* p) {
-  return static_cast<T*>(p);
-}
-template <typename T>
-const T* typed(const void* p) {
-  return static_cast<const T*>(p);
-}
 }  // namespace
 
 void fill(float* y, std::int64_t n, float value, cudaStream_t stream) { fill(y, DType::f32, n, value, stream); }
