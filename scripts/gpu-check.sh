@@ -366,17 +366,19 @@ field() { grep -o "\"$2\": *[-0-9.e+]*" "$1" 2>/dev/null | head -n 1 | sed 's/.*
 rate() { awk -v r="$(field "$1" images_per_sec)" -v e="$(field "$1" images_per_sec_stderr)" 'BEGIN {printf "%.1f +/- %.1f images/s", r, e}'; }
 backend=cuda headline=resnet50 first=bf16 others=(googlenet inception-bn inception-v3)
 (( rehearse )) && backend=cpu headline=lenet first=fp32 others=(inception-mini)
-# bench MODEL PRECISION [nondeterministic|layers]: nondeterministic takes cuDNN's fastest algorithms,
-# atomics too; layers adds `--layers` (where the step's time goes, per layer kind and per layer, and
-# every convolution's best algorithm against its best deterministic one) and copies its tables into
-# the summary.
+# bench MODEL PRECISION [nondeterministic|layers|nchw]: nondeterministic takes cuDNN's fastest
+# algorithms, atomics too; layers adds `--layers` (where the step's time goes, per layer kind and per
+# layer, and every convolution's best algorithm against its best deterministic one) and copies its
+# tables into the summary; nchw runs with DPTRAIN_LAYOUT=nchw (16-bit activations are NHWC by default).
 bench() {
-  local name=dptrain-$1-$2 rc extra=() label=$2
+  local name=dptrain-$1-$2 rc extra=() label=$2 layout=()
   if [[ ${3:-} == nondeterministic ]]; then extra=(--nondeterministic) label=$2-nondeterministic name+=-nondeterministic; fi
+  if [[ ${3:-} == nchw ]]; then layout=(env DPTRAIN_LAYOUT=nchw) label=$2-nchw name+=-nchw; fi
   [[ ${3:-} == layers ]] && extra=(--layers)
   if [[ $backend == cpu && $2 != fp32 ]]; then say "$1 $2: left out (the CPU backend trains in fp32)"; return; fi
   if [[ $backend == cpu && ${3:-} == nondeterministic ]]; then say "$1 $label: left out (the CPU backend has no algorithm search)"; return; fi
-  step "$name" 120 "$work/bin/dptrain" bench --backend "$backend" --model "$1" --precision "$2" --batch-size "$batch" \
+  if [[ $backend == cpu && ${3:-} == nchw ]]; then say "$1 $label: left out (the CPU backend has its own layouts)"; return; fi
+  step "$name" 120 "${layout[@]}" "$work/bin/dptrain" bench --backend "$backend" --model "$1" --precision "$2" --batch-size "$batch" \
     --steps "$steps" --warmup "$warmup" --json "$logs/$name.json" "${extra[@]}"
   rc=$?
   if (( rc == 0 )) && [[ -s $logs/$name.json ]]; then
@@ -426,6 +428,9 @@ frozen_report='rank 0: collective #[0-9]+ \([a-z -]+\) has waited [0-9]+ s, long
 mpi_step gpu_nccl_frozen_rank gpu_nccl_frozen_rank 45 "$frozen_report"
 step gpu_backend_agreement 100 "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement $?
 grep -E '^(agreement |bf16 batch norm|fp16 batch norm|algorithm searches )' "$logs/gpu_backend_agreement.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
+# The other layout of each precision: 16-bit NCHW (and fp32 NCHW again, its default).
+step gpu_backend_agreement_nchw 100 env DPTRAIN_LAYOUT=nchw "$work/bin/gpu_backend_agreement"; verdict gpu_backend_agreement_nchw $?
+grep -E '^agreement ' "$logs/gpu_backend_agreement_nchw.log" | sed 's/^/    nchw: /' | tee -a "$out/summary.txt"
 step gpu_reducer_fence 30 "$work/bin/gpu_reducer_fence"; verdict gpu_reducer_fence $?
 grep -E '^reducer fence' "$logs/gpu_reducer_fence.log" | sed 's/^/    /' | tee -a "$out/summary.txt"
 step gpu_resnet_stem 60 "$work/bin/gpu_resnet_stem"; verdict gpu_resnet_stem $?
@@ -434,6 +439,7 @@ grep -E '^(resnet50 stem|agreement |algorithm searches )' "$logs/gpu_resnet_stem
 [[ $first == fp32 ]] || bench "$headline" fp32
 bench "$headline" fp32 nondeterministic  # what the default's deterministic algorithms cost
 bench "$headline" bf16 nondeterministic
+bench "$headline" bf16 nchw  # what NHWC gains over NCHW
 peer bf16
 for model in "${others[@]}"; do
   bench "$model" bf16

@@ -16,7 +16,8 @@ namespace {
 using gpu_testing::on_activation;
 using testing::random_tensor;
 
-// Activation-type tensors of `shape` in `be`, starting `shift` elements past a 256-byte boundary.
+// Activation-type tensors of `shape` in `be` (in its activation layout), starting `shift` elements past
+// a 256-byte boundary.
 struct Placed {
   Tensor storage;
   std::vector<Tensor> views;
@@ -27,7 +28,7 @@ struct Placed {
     for (int i = 0; i < count; ++i) {
       views.push_back(
           storage.view_bytes(stride * static_cast<std::size_t>(i) + static_cast<std::size_t>(shift) * size_of(type),
-                             shape, type, Layout::plain));
+                             shape, type, be.activation_layout(shape)));
     }
   }
 };

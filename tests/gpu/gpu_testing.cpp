@@ -19,9 +19,7 @@ Tensor on(Backend& backend, const Tensor& host) {
   return t;
 }
 
-Tensor activation(Backend& backend, const Shape& shape) {
-  return backend.allocate(shape, activation_dtype(backend.precision()));
-}
+Tensor activation(Backend& backend, const Shape& shape) { return backend.allocate_activation(shape); }
 
 Tensor on_activation(Backend& backend, const Tensor& host) {
   Tensor t = activation(backend, host.shape());

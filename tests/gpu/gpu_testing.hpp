@@ -22,7 +22,8 @@ Backend* gpu(Precision precision);
 // A copy of host tensor `host` in `backend`'s memory.
 Tensor on(Backend& backend, const Tensor& host);
 // An activation of `backend`'s activation type (f32 on the CPU, bf16/f16 on a low-precision GPU
-// backend), plain; and one holding host f32 tensor `host` (converted).
+// backend), in its activation layout (NHWC on a 16-bit GPU); and one holding host f32 tensor `host`
+// (converted and transposed on the device).
 Tensor activation(Backend& backend, const Shape& shape);
 Tensor on_activation(Backend& backend, const Tensor& host);
 // Host copies of backend tensors, in order (bf16/f16 come back as f32).

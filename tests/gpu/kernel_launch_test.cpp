@@ -10,15 +10,24 @@
 using dptrain::cuda::kernels::channel_sum_splits;
 
 TEST_CASE("channel sums: about 1024 blocks, never more groups than samples, one group when it cannot help") {
-  CHECK(channel_sum_splits(256, 64) == 16);   // GoogLeNet's conv1: 64 x 16 = 1024 blocks
-  CHECK(channel_sum_splits(256, 1000) == 2);  // a 1000-way classifier: 2000 blocks
-  CHECK(channel_sum_splits(256, 2048) == 1);  // channels enough on their own
-  CHECK(channel_sum_splits(5, 300) == 4);     // 4 groups of 2, 2, 1 and no samples
-  CHECK(channel_sum_splits(3, 8) == 3);       // capped by the samples
-  CHECK(channel_sum_splits(1, 8) == 1);
-  CHECK(channel_sum_splits(0, 8) == 1);
-  CHECK(channel_sum_splits(256, 0) == 1);
-  CHECK(channel_sum_splits(1'000'000, 1) == 1024);  // gridDim.y's 65535 is never near
+  // NCHW planes (plane > 1): one block per channel and group.
+  CHECK(channel_sum_splits(256, 64, 112 * 112) == 16);  // GoogLeNet's conv1: 64 x 16 = 1024 blocks
+  CHECK(channel_sum_splits(256, 1000, 49) == 2);        // 2000 blocks
+  CHECK(channel_sum_splits(256, 2048, 49) == 1);        // channels enough on their own
+  CHECK(channel_sum_splits(5, 300, 4) == 4);            // 4 groups of 2, 2, 1 and no samples
+  CHECK(channel_sum_splits(3, 8, 4) == 3);              // capped by the samples
+  CHECK(channel_sum_splits(1, 8, 4) == 1);
+  CHECK(channel_sum_splits(0, 8, 4) == 1);
+  CHECK(channel_sum_splits(256, 0, 4) == 1);
+  CHECK(channel_sum_splits(1'000'000, 1, 4) == 1024);  // gridDim.y's 65535 is never near
+  // Rows (plane 1: a linear layer's [N, O], an NHWC convolution's [N*H*W, C]): blocks of 32 channels,
+  // groups of at least 8 rows.
+  CHECK(channel_sum_splits(256, 1000, 1) == 32);             // 32 tiles x 32 groups of 8 rows
+  CHECK(channel_sum_splits(256 * 112 * 112, 64, 1) == 512);  // GoogLeNet's conv1 in NHWC: 2 x 512
+  CHECK(channel_sum_splits(256 * 7 * 7, 2048, 1) == 16);     // 64 tiles x 16
+  CHECK(channel_sum_splits(20, 3, 1) == 3);                  // capped at ceil(20 / 8) groups
+  CHECK(channel_sum_splits(1, 3, 1) == 1);
+  CHECK(channel_sum_splits(100'000'000, 1, 1) == 1024);
 }
 
 TEST_CASE("batch norm: 16 or 8 bytes a load where the plane allows, else one element") {

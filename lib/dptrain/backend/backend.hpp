@@ -190,6 +190,10 @@ class Backend {
   virtual Tensor allocate_activation(Shape shape) = 0;
   // The layout allocate_activation gives a tensor of this shape (for activations placed in an arena).
   virtual Layout activation_layout(const Shape& /*shape*/) const { return Layout::plain; }
+  // A batch's images as the first layer reads them: of the activation type, plain on the CPU (the
+  // loader's batch is used where it lies), in the activation layout on the GPU (NHWC in 16 bits), where
+  // the input stager and copy_from_host transpose on the device.
+  virtual Tensor allocate_input(Shape shape) { return allocate(std::move(shape), activation_dtype(precision())); }
   // A host copy, plain layout; a bf16/f16 tensor comes back as f32 (the host never computes in 16 bits).
   virtual Tensor to_host(const Tensor& t) = 0;
   // From a plain host tensor of t's element type, or from f32 into a bf16/f16 tensor (converted).

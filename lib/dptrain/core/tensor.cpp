@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 
 namespace dptrain {
 
@@ -12,12 +13,33 @@ int block_channels(Layout layout) {
     case Layout::plain: return 1;
     case Layout::blocked8: return 8;
     case Layout::blocked16: return 16;
+    case Layout::nhwc: break;
   }
-  throw Error("unknown tensor layout");
+  throw Error("the tensor layout " + std::string(layout_name(layout)) + " has no channel blocks");
+}
+
+const char* layout_name(Layout layout) {
+  switch (layout) {
+    case Layout::plain: return "plain (NCHW)";
+    case Layout::blocked8: return "nChw8c";
+    case Layout::blocked16: return "nChw16c";
+    case Layout::nhwc: return "NHWC";
+  }
+  return "unknown";
 }
 
 bool blockable(const Shape& shape, Layout layout) {
   return shape.rank() == 4 && shape[1] > 0 && shape[1] % block_channels(layout) == 0;
+}
+
+bool fits_layout(const Shape& shape, Layout layout) {
+  switch (layout) {
+    case Layout::plain: return true;
+    case Layout::nhwc: return shape.rank() == 4;
+    case Layout::blocked8:
+    case Layout::blocked16: return blockable(shape, layout);
+  }
+  return false;
 }
 
 Tensor Tensor::empty(Shape shape, DType dtype, Layout layout) {
@@ -50,8 +72,8 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Layout layout) {
 }
 
 Tensor Tensor::adopt(std::shared_ptr<void> owner, Shape shape, DType dtype, Device device, Layout layout) {
-  DPTRAIN_CHECK(layout == Layout::plain || blockable(shape, layout), "a tensor of shape ", shape.to_string(),
-                " cannot be blocked by ", block_channels(layout), " channels");
+  DPTRAIN_CHECK(fits_layout(shape, layout), "a tensor of shape ", shape.to_string(), " cannot be stored in the ",
+                layout_name(layout), " layout");
   Tensor t;
   t.data_ = owner.get();
   t.owner_ = std::move(owner);
@@ -74,8 +96,8 @@ Tensor Tensor::view(void* data, Shape shape, DType dtype, Device device) {
 Tensor Tensor::reshaped(Shape shape) const {
   DPTRAIN_CHECK(shape.numel() == numel(), "cannot reshape a tensor of shape ", shape_.to_string(), " to ",
                 shape.to_string(), ": element counts differ");
-  DPTRAIN_CHECK(layout_ == Layout::plain || shape_[2] * shape_[3] == 1, "cannot reshape a blocked tensor of shape ",
-                shape_.to_string(), "; make a plain copy first");
+  DPTRAIN_CHECK(layout_ == Layout::plain || shape_[2] * shape_[3] == 1, "cannot reshape a tensor of shape ",
+                shape_.to_string(), " in the ", layout_name(layout_), " layout; make a plain copy first");
   Tensor t = *this;
   t.shape_ = std::move(shape);
   t.layout_ = Layout::plain;
@@ -105,8 +127,8 @@ Tensor Tensor::slice_samples(std::int64_t first, std::int64_t count) const {
 void Tensor::check_access(DType requested, bool logical) const {
   DPTRAIN_CHECK(requested == dtype_, "tensor of shape ", shape_.to_string(), " holds ", name_of(dtype_),
                 " but was read as ", name_of(requested));
-  DPTRAIN_CHECK(!logical || layout_ == Layout::plain, "tensor of shape ", shape_.to_string(), " is blocked by ",
-                block_channels(layout_), " channels and cannot be read in NCHW order; copy it to a plain tensor");
+  DPTRAIN_CHECK(!logical || layout_ == Layout::plain, "tensor of shape ", shape_.to_string(), " is in the ",
+                layout_name(layout_), " layout and cannot be read in NCHW order; copy it to a plain tensor");
 }
 
 void check_shape(const Tensor& actual, const Shape& expected, const std::string& who, const char* what) {

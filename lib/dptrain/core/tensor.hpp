@@ -16,11 +16,19 @@ namespace dptrain {
 // `blocked8` and `blocked16` are oneDNN's nChw8c and nChw16c: a 4-D tensor's channels in blocks of 8
 // (16), the block innermost, which its AVX2 (AVX-512) kernels read without a reorder. A blocked layout
 // is only used when the channels are a multiple of the block, so a blocked tensor has no padding and
-// the same size as a plain one, and each sample stays contiguous.
-enum class Layout : std::uint8_t { plain, blocked8, blocked16 };
+// the same size as a plain one, and each sample stays contiguous. `nhwc` (channels last) is the CUDA
+// backend's layout for 16-bit activations, what cuDNN's tensor-core convolutions read without a
+// transpose: element (n, c, h, w) of a 4-D tensor at ((n * H + h) * W + w) * C + c; samples stay
+// contiguous, and a tensor whose H * W is 1 is laid out exactly like a plain one.
+enum class Layout : std::uint8_t { plain, blocked8, blocked16, nhwc };
 
-// Channels per block: 1 for plain, 8 or 16 for the blocked layouts.
+// Channels per block: 1 for plain, 8 or 16 for the blocked layouts (not defined for nhwc).
 int block_channels(Layout layout);
+// The layout's name in messages: "plain (NCHW)", "nChw8c", "nChw16c", "NHWC".
+const char* layout_name(Layout layout);
+// Whether `shape` may be stored in `layout`: any shape plain; 4-D shapes only otherwise, with channels a
+// positive multiple of the block for the blocked layouts.
+bool fits_layout(const Shape& shape, Layout layout);
 
 class Tensor {
  public:
@@ -70,8 +78,8 @@ class Tensor {
     return static_cast<const T*>(data_);
   }
 
-  // The same memory with another shape of the same element count (a plain tensor, or a blocked one
-  // whose spatial size is 1x1, which is laid out exactly like a plain one).
+  // The same memory with another shape of the same element count (a plain tensor, or a blocked or NHWC
+  // one whose spatial size is 1x1, which is laid out exactly like a plain one).
   Tensor reshaped(Shape shape) const;
   // A tensor of another shape, type and layout at a byte offset into this one's memory, as a view that
   // keeps the owner alive (how a Net's planned activations live in one arena).

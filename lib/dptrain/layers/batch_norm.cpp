@@ -50,7 +50,7 @@ void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor&, c
   Tensor* dx = dinputs[0];
   if (dx == nullptr) {
     if (!unused_dx_.defined() || unused_dx_.shape() != spec_.input) {
-      unused_dx_ = backend_->allocate(spec_.input, activation_dtype(backend_->precision()));
+      unused_dx_ = backend_->allocate_activation(spec_.input);
     }
     dx = &unused_dx_;
   }

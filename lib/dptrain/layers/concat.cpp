@@ -25,7 +25,7 @@ void Concat::backward(std::span<const Tensor* const>, const Tensor&, const Tenso
     if (targets[i] != nullptr) continue;
     if (scratch_.size() < targets.size()) scratch_.resize(targets.size());
     if (!scratch_[i].defined() || scratch_[i].shape() != inputs_[i]) {
-      scratch_[i] = backend_->allocate(inputs_[i], activation_dtype(backend_->precision()));  // an activation gradient
+      scratch_[i] = backend_->allocate_activation(inputs_[i]);  // an activation gradient
     }
     targets[i] = &scratch_[i];
   }

@@ -88,8 +88,9 @@ std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
     auto& producer = nodes[static_cast<std::size_t>(node.inputs[0])];
     node.forward_fused = producer.layer != nullptr && producer.layer->fuse_relu();
   }
-  // Images are an activation (the first layer reads them), plain so that a host batch copies in.
-  nodes[kImages].output = backend.allocate(nodes[kImages].shape, activation);
+  // Images are an activation (the first layer reads them), in the layout the backend's input path
+  // writes (Backend::allocate_input).
+  nodes[kImages].output = backend.allocate_input(nodes[kImages].shape);
   nodes[kLabels].output = Tensor::zeros(nodes[kLabels].shape, DType::i32);  // labels stay on the host
   for (auto& node : nodes) node.input_scratch.assign(node.inputs.size(), Tensor());
   if (memory.plan) {

@@ -50,6 +50,7 @@ dnnl::memory::desc layout_desc(const Shape& shape, Layout layout) {
   switch (layout) {
     case Layout::blocked8: return plain_desc(shape, dnnl_tag::aBcd8b);
     case Layout::blocked16: return plain_desc(shape, dnnl_tag::aBcd16b);
+    case Layout::nhwc: return plain_desc(shape, dnnl_tag::acdb);
     case Layout::plain: break;
   }
   return plain_desc(shape);

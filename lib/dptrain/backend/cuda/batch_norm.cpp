@@ -142,7 +142,10 @@ class CudnnBatchNorm final : public CheckedBatchNorm {
  public:
   CudnnBatchNorm(CudaContextPtr ctx, const BatchNormSpec& spec) : CheckedBatchNorm(std::move(ctx), spec) {
     widen_ = type_ == DType::bf16 && !bf16_batch_norm_native(*ctx_);
-    x_desc_ = nchw_descriptor(spec.input, widen_ ? DType::f32 : type_, spec.who);
+    // NHWC activations (backend/gpu_layout.hpp) are described as such; the widened f32 scratch copies
+    // them element for element, so it is in the same layout.
+    x_desc_ =
+        activation_descriptor(spec.input, widen_ ? DType::f32 : type_, ctx_->activation_layout(spec.input), spec.who);
     c_desc_ = channel_descriptor(channel_[0]);
     inverse_std_ = ctx_->allocate(channel_, DType::f32);
   }
@@ -186,8 +189,8 @@ class CudnnBatchNorm final : public CheckedBatchNorm {
                 const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
                 Tensor& dshift) override {
     check_backward(x, dy, scale, batch_mean, batch_variance, dx, dscale, dshift);
-    kernels::inverse_std(device_floats(batch_variance), spec_.epsilon, device_floats(inverse_std_), channel_[0],
-                         ctx_->stream());
+    kernels::inverse_std(device_floats(batch_variance), static_cast<float>(epsilon()), device_floats(inverse_std_),
+                         channel_[0], ctx_->stream());
     const float one = 1.f, zero = 0.f;
     Tensor wide_x = scratch(), wide_dy = scratch(), wide_dx = scratch();
     const void* x_in = widened(x, wide_x);

@@ -166,7 +166,7 @@ __global__ void normalise_kernel(const T* x, const T* z, T* y, Geometry g, const
     }
     if (activation != BatchNormActivation::none) {
 #pragma unroll
-      for (int e = 0; e < V; ++e) v[e] = v[e] > 0.f ? v[e] : 0.f;  // NaN -> 0, as relu_forward
+      for (int e = 0; e < V; ++e) v[e] = v[e] <= 0.f ? 0.f : v[e];  // NaN stays NaN, as relu_forward
     }
     store<T, V, kAligned>(y + i * V, v);
   }

@@ -1,6 +1,7 @@
 // Concatenation along channels and its inverse as strided copies: in NCHW each input is one
 // contiguous block per sample, so each direction is one cudaMemcpy2DAsync per input (rows = samples,
-// the pitch of the output's sample).
+// the pitch of the output's sample). In NHWC the same holds per pixel: rows = N * H * W, each input's
+// C_i channels one block, the output's C channels the pitch.
 #include <vector>
 
 #include "dptrain/backend/cuda/plans.hpp"
@@ -45,12 +46,17 @@ class CopyConcat final : public ConcatPlan {
   void check_count(std::size_t count) const {
     DPTRAIN_CHECK(count == inputs_.size(), who_, ": made for ", inputs_.size(), " inputs but given ", count);
   }
+  bool nhwc() const { return ctx_->activation_layout(output_) == Layout::nhwc; }
+  // The elements of one row of an input (or of the output): a sample in NCHW, a pixel in NHWC.
+  std::int64_t row_elements(const Shape& s) const { return nhwc() ? s[1] : s.per_sample(); }
   std::size_t block_bytes(std::size_t i) const {
-    return static_cast<std::size_t>(inputs_[i].per_sample()) * element_size();
+    return static_cast<std::size_t>(row_elements(inputs_[i])) * element_size();
   }
-  std::size_t out_pitch() const { return static_cast<std::size_t>(output_.per_sample()) * element_size(); }
+  std::size_t out_pitch() const { return static_cast<std::size_t>(row_elements(output_)) * element_size(); }
   std::size_t element_size() const { return size_of(ctx_->activation_dtype()); }  // 4, or 2 in bf16/fp16
-  std::size_t rows() const { return static_cast<std::size_t>(output_[0]); }
+  std::size_t rows() const {
+    return static_cast<std::size_t>(nhwc() ? output_[0] * output_[2] * output_[3] : output_[0]);
+  }
 
   CudaContextPtr ctx_;
   std::vector<Shape> inputs_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dptrain/backend/cudnn_workspace.hpp"
+#include "dptrain/backend/gpu_layout.hpp"
 #include "dptrain/core/error.hpp"
 
 namespace dptrain::cuda {
@@ -15,7 +16,8 @@ int made_current(int device) {
 }
 }  // namespace
 
-CudaContext::CudaContext(int device, DType activation) : device_(made_current(device)), activation_(activation) {
+CudaContext::CudaContext(int device, DType activation)
+    : device_(made_current(device)), activation_(activation), nhwc_(uses_nhwc(gpu_layout_policy(), activation)) {
   DPTRAIN_CHECK(activation == DType::f32 || activation == DType::bf16 || activation == DType::f16,
                 "CUDA backend: activations must be f32, bf16 or f16, not ", name_of(activation));
   allocator_ = std::make_shared<CachingAllocator>(device);
@@ -41,17 +43,20 @@ CudaContext::~CudaContext() {
   cudnnDestroy(cudnn_);
 }
 
-Tensor CudaContext::allocate(const Shape& shape, DType dtype) {
+Layout CudaContext::activation_layout(const Shape& shape) const { return gpu_activation_layout(nhwc_, shape); }
+
+Tensor CudaContext::allocate(const Shape& shape, DType dtype, Layout layout) {
   const std::size_t bytes = static_cast<std::size_t>(shape.numel()) * size_of(dtype);
   std::shared_ptr<CachingAllocator> allocator = allocator_;
   void* pointer = allocator->allocate(bytes);
   std::shared_ptr<void> owner(pointer, [allocator](void* p) { allocator->release(p); });
-  return Tensor::adopt(std::move(owner), shape, dtype, Device::cuda(device_));
+  return Tensor::adopt(std::move(owner), shape, dtype, Device::cuda(device_), layout);
 }
 
 void* CudaContext::workspace(std::size_t bytes) {
   if (bytes > workspace_bytes_) {
     workspace_ = Tensor();  // back to the cache first, so the larger block may reuse its memory
+    workspace_bytes_ = 0;   // and none held should the allocation throw
     workspace_ = allocate(Shape{static_cast<std::int64_t>(bytes)}, DType::u8);
     workspace_bytes_ = bytes;
   }
@@ -89,13 +94,14 @@ void CudaContext::shrink_workspace(std::size_t bytes) {
 }
 
 void check_device_tensor(const CudaContext& ctx, const Tensor& t, const Shape& shape, const std::string& who,
-                         const char* what, DType dtype) {
+                         const char* what, DType dtype, Layout layout) {
   check_shape(t, shape, who, what);
   DPTRAIN_CHECK(t.device() == Device::cuda(ctx.device()), who, ": the ", what, " is in ", t.device().to_string(),
                 " memory but the backend runs on cuda:", ctx.device());
   DPTRAIN_CHECK(t.dtype() == dtype, who, ": the ", what, " is ", name_of(t.dtype()), " but ", name_of(dtype),
                 " is needed");
-  DPTRAIN_CHECK(t.layout() == Layout::plain, who, ": the ", what, " must be in the plain (NCHW) layout");
+  DPTRAIN_CHECK(t.layout() == layout, who, ": the ", what, " is in the ", layout_name(t.layout()), " layout but the ",
+                layout_name(layout), " layout is needed");
 }
 
 }  // namespace dptrain::cuda

@@ -25,6 +25,10 @@ class CudaContext {
 
   int device() const { return device_; }
   DType activation_dtype() const { return activation_; }
+  // The layout of an activation of `shape` (backend/gpu_layout.hpp: NHWC for 4-D shapes when
+  // DPTRAIN_LAYOUT, read when the context is made, says so for this activation type; plain otherwise).
+  Layout activation_layout(const Shape& shape) const;
+  bool nhwc() const { return nhwc_; }
   bool low_precision() const { return activation_ != DType::f32; }
   cudaStream_t stream() const { return stream_.get(); }
   cudnnHandle_t cudnn() const { return cudnn_; }
@@ -34,7 +38,9 @@ class CudaContext {
   AlgorithmCache& algorithm_cache() { return algorithm_cache_; }
 
   // Device memory from the caching allocator, returned to it when the last view goes.
-  Tensor allocate(const Shape& shape, DType dtype);
+  Tensor allocate(const Shape& shape, DType dtype, Layout layout = Layout::plain);
+  // An activation (or activation gradient) of `shape`: the activation type, in activation_layout().
+  Tensor allocate_activation(const Shape& shape) { return allocate(shape, activation_, activation_layout(shape)); }
   // The shared scratch of convolutions, at least `bytes` large. Plans run one after another on one
   // stream, so one workspace serves them all; it grows (in the allocator's stream order) until
   // shrink_workspace gives back what only the searches needed.
@@ -57,6 +63,7 @@ class CudaContext {
 
   int device_;
   DType activation_;
+  bool nhwc_ = false;
   Stream stream_;  // made after cudaSetDevice (see the constructor), destroyed after the handles
   cudnnHandle_t cudnn_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
@@ -70,15 +77,16 @@ class CudaContext {
 
 using CudaContextPtr = std::shared_ptr<CudaContext>;
 
-// Fails with a message naming `who` unless `t` is f32 (or `dtype`), plain, on this context's device
-// and of `shape`.
+// Fails with a message naming `who` unless `t` is f32 (or `dtype`), in `layout` (plain unless given),
+// on this context's device and of `shape`.
 void check_device_tensor(const CudaContext& ctx, const Tensor& t, const Shape& shape, const std::string& who,
-                         const char* what, DType dtype = DType::f32);
+                         const char* what, DType dtype = DType::f32, Layout layout = Layout::plain);
 
-// check_device_tensor for an activation (or activation gradient): of the context's activation type.
+// check_device_tensor for an activation (or activation gradient): of the context's activation type and
+// layout.
 inline void check_activation(const CudaContext& ctx, const Tensor& t, const Shape& shape, const std::string& who,
                              const char* what) {
-  check_device_tensor(ctx, t, shape, who, what, ctx.activation_dtype());
+  check_device_tensor(ctx, t, shape, who, what, ctx.activation_dtype(), ctx.activation_layout(shape));
 }
 
 // Typed device pointers, for kernels and library calls (the layout and device are checked above).

@@ -11,13 +11,21 @@
 // low-precision scratch and is widened into the f32 weight gradient. Bias add and bias gradient are
 // our kernels (fp32 arithmetic, the bias gradient accumulated in fp32) instead of cudnnAddTensor and
 // cudnnConvolutionBackwardBias, whose bias tensor would have to share the low type.
+//
+// NHWC activations (backend/gpu_layout.hpp: the default for 16-bit): x, y, dx and dy are described as
+// NHWC and the filter as KRSC, what the tensor-core kernels read without a transpose. The f32 master
+// weight stays KCRS (checkpoints and the optimizer never see another layout): the compute copy is
+// made KRSC by the same pass that converts it, and the KRSC filter gradient goes back to KCRS by the
+// pass that widens it.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdlib>
+#include <utility>
 
 #include "dptrain/backend/cuda/descriptors.hpp"
 #include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/layout_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
 
@@ -86,24 +94,27 @@ class CudnnConvolution final : public ConvolutionPlan {
         output_(convolution_output_shape(spec, spec.who)),
         weight_(convolution_weight_shape(spec)),
         type_(ctx_->activation_dtype()),
-        x_desc_(nchw_descriptor(spec.input, type_, spec.who)),
-        y_desc_(nchw_descriptor(output_, type_, spec.who)),
+        layout_(ctx_->activation_layout(spec.input)),
+        x_desc_(activation_descriptor(spec.input, type_, layout_, spec.who)),
+        y_desc_(activation_descriptor(output_, type_, layout_, spec.who)),
+        w_desc_(filter_descriptor(weight_, type_, layout_, spec.who)),
         bias_desc_(channel_descriptor(spec.out_channels)),
         forward_key_(AlgorithmCache::key("forward", type_, spec)),
         data_key_(AlgorithmCache::key("backward-data", type_, spec)),
         filter_key_(AlgorithmCache::key("backward-weights", type_, spec)) {
     const auto& w = spec.window;
-    DPTRAIN_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc_, cudnn_type(type_), CUDNN_TENSOR_NCHW, spec.out_channels,
-                                                   static_cast<int>(spec.input[1]), w.kernel_h, w.kernel_w));
     // Cross-correlation is what every framework (and oneDNN) calls convolution. The compute type is
     // fp32 in every precision.
     DPTRAIN_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv_desc_, w.pad_h, w.pad_w, w.stride_h, w.stride_w, 1, 1,
                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     DPTRAIN_CUDNN_CHECK(cudnnSetConvolutionMathType(conv_desc_, low() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH));
-    if (low()) {
+    if (copies_weight()) {
       weight_low_ = ctx_->allocate(weight_, type_);
       dweight_low_ = ctx_->allocate(weight_, type_);
-      const std::int64_t groups = kernels::channel_sum_splits(output_[0], output_[1]);
+    }
+    if (low()) {
+      const auto [samples, plane] = bias_rows();
+      const std::int64_t groups = kernels::channel_sum_splits(samples, output_[1], plane);
       if (spec.bias && groups > 1) bias_partials_ = ctx_->allocate(Shape{output_[1] * groups}, DType::f32);
     }
   }
@@ -134,8 +145,8 @@ class CudnnConvolution final : public ConvolutionPlan {
     if (spec_.bias) {
       check(bias, Shape{spec_.out_channels}, "bias");
       if (low()) {
-        kernels::add_channel_bias(device_floats(bias), y.raw(), type_, output_[0], output_[1], output_[2] * output_[3],
-                                  ctx_->stream());
+        const auto [samples, plane] = bias_rows();
+        kernels::add_channel_bias(device_floats(bias), y.raw(), type_, samples, output_[1], plane, ctx_->stream());
       } else {
         DPTRAIN_CUDNN_CHECK(cudnnAddTensor(ctx_->cudnn(), &one, bias_desc_, bias.raw(), &one, y_desc_, y.raw()));
       }
@@ -172,7 +183,7 @@ class CudnnConvolution final : public ConvolutionPlan {
     check_data(x, spec_.input, "input");
     check_data(dy, output_, "output gradient");
     check(dweight, weight_, "weight gradient");
-    void* dw = low() ? dweight_low_.raw() : dweight.raw();
+    void* dw = copies_weight() ? dweight_low_.raw() : dweight.raw();
     choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
         filter_, *ctx_, filter_key_, spec_.who, "backward-weights",
         [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
@@ -191,12 +202,19 @@ class CudnnConvolution final : public ConvolutionPlan {
     DPTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardFilter(ctx_->cudnn(), &one, x_desc_, x.raw(), y_desc_, dy.raw(),
                                                        conv_desc_, filter_.algo, ctx_->workspace(filter_.workspace),
                                                        filter_.workspace, &zero, w_desc_, dw));
-    if (low()) kernels::convert(dw, type_, dweight.raw(), DType::f32, dweight.numel(), ctx_->stream());
+    if (nhwc()) {
+      // KRSC [K][R*S][C] back to the master's KCRS [K][C][R*S], widened on the way.
+      kernels::transpose_samples(dw, type_, dweight.raw(), DType::f32, weight_[0], weight_[2] * weight_[3], weight_[1],
+                                 ctx_->stream());
+    } else if (low()) {
+      kernels::convert(dw, type_, dweight.raw(), DType::f32, dweight.numel(), ctx_->stream());
+    }
     if (spec_.bias) {
       check(dbias, Shape{spec_.out_channels}, "bias gradient");
       if (low()) {
-        kernels::channel_sums(dy.raw(), type_, device_floats(dbias), device_floats(bias_partials_), output_[0],
-                              output_[1], output_[2] * output_[3], ctx_->stream());
+        const auto [samples, plane] = bias_rows();
+        kernels::channel_sums(dy.raw(), type_, device_floats(dbias), device_floats(bias_partials_), samples, output_[1],
+                              plane, ctx_->stream());
       } else {
         DPTRAIN_CUDNN_CHECK(
             cudnnConvolutionBackwardBias(ctx_->cudnn(), &one, y_desc_, dy.raw(), &zero, bias_desc_, dbias.raw()));
@@ -206,6 +224,16 @@ class CudnnConvolution final : public ConvolutionPlan {
 
  private:
   bool low() const { return type_ != DType::f32; }
+  bool nhwc() const { return layout_ == Layout::nhwc; }
+  // Whether cuDNN reads a copy of the f32 KCRS master weight (in the low type, or KRSC, or both) and
+  // writes the filter gradient to a scratch of that form.
+  bool copies_weight() const { return low() || nhwc(); }
+  // The output as the bias kernels see it: [samples, channels, plane] = [N, C, H*W] in NCHW, and
+  // [N*H*W, C, 1] in NHWC.
+  std::pair<std::int64_t, std::int64_t> bias_rows() const {
+    const std::int64_t pixels = output_[2] * output_[3];
+    return nhwc() ? std::pair{output_[0] * pixels, std::int64_t{1}} : std::pair{output_[0], pixels};
+  }
   // Parameters (weight, bias and their gradients) are f32 in every precision.
   void check(const Tensor& t, const Shape& shape, const char* what) const {
     check_device_tensor(*ctx_, t, shape, spec_.who, what);
@@ -238,9 +266,15 @@ class CudnnConvolution final : public ConvolutionPlan {
   // copy; the backward-data pass that follows in the same step reuses it unless it is handed another
   // weight tensor than the forward converted (or runs first).
   const void* compute_weight(const Tensor& weight, bool refresh) {
-    if (!low()) return weight.raw();
+    if (!copies_weight()) return weight.raw();
     if (refresh || converted_from_ != weight.raw()) {
-      kernels::convert(weight.raw(), DType::f32, weight_low_.raw(), type_, weight.numel(), ctx_->stream());
+      if (nhwc()) {
+        // KCRS [K][C][R*S] to KRSC [K][R*S][C], narrowed on the way.
+        kernels::transpose_samples(weight.raw(), DType::f32, weight_low_.raw(), type_, weight_[0], weight_[1],
+                                   weight_[2] * weight_[3], ctx_->stream());
+      } else {
+        kernels::convert(weight.raw(), DType::f32, weight_low_.raw(), type_, weight.numel(), ctx_->stream());
+      }
       converted_from_ = weight.raw();
     }
     return weight_low_.raw();
@@ -250,11 +284,13 @@ class CudnnConvolution final : public ConvolutionPlan {
   ConvolutionSpec spec_;
   Shape output_, weight_;
   DType type_;
-  Tensor weight_low_, dweight_low_;       // bf16/f16 only: the compute copy of the weight, the filter gradient
+  Layout layout_;                         // of x, y, dx and dy: plain (NCHW) or NHWC
+  Tensor weight_low_, dweight_low_;       // copies_weight(): the compute copy of the weight, the filter gradient
   Tensor bias_partials_;                  // bf16/f16 with a bias: the bias gradient's partial sums
   const void* converted_from_ = nullptr;  // the master weight weight_low_ was last converted from
-  TensorDescriptor x_desc_, y_desc_, bias_desc_;
+  TensorDescriptor x_desc_, y_desc_;
   FilterDescriptor w_desc_;
+  TensorDescriptor bias_desc_;
   ConvolutionDescriptor conv_desc_;
   std::string forward_key_, data_key_, filter_key_;  // the passes' keys in the context's algorithm cache
   Chosen<cudnnConvolutionFwdAlgo_t> forward_;

@@ -8,6 +8,7 @@
 #include "dptrain/backend/cuda/device_query.hpp"
 #include "dptrain/backend/cuda/input_stager.hpp"
 #include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/layout_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
 #include "dptrain/backend/cuda/streams.hpp"
@@ -81,6 +82,7 @@ class CudaBackend final : public Backend {
   std::string name() const override {
     std::string libraries = "cuDNN, cuBLAS";
     if (precision_ != Precision::fp32) libraries += ", " + std::string(name_of(precision_));
+    if (ctx_->nhwc()) libraries += ", NHWC";  // the activations' layout, where it is not NCHW
     return "cuda:" + std::to_string(ctx_->device()) + " (" + libraries + ")";
   }
   Device device() const override { return Device::cuda(ctx_->device()); }
@@ -93,17 +95,21 @@ class CudaBackend final : public Backend {
 #undef DPTRAIN_FORWARD_MAKE
 
   Tensor allocate(Shape shape, DType dtype) override { return ctx_->allocate(shape, dtype); }
-  Tensor allocate_activation(Shape shape) override { return ctx_->allocate(shape, ctx_->activation_dtype()); }
+  Tensor allocate_activation(Shape shape) override { return ctx_->allocate_activation(shape); }
+  Layout activation_layout(const Shape& shape) const override { return ctx_->activation_layout(shape); }
+  Tensor allocate_input(Shape shape) override { return ctx_->allocate_activation(shape); }
 
+  // Always a plain host tensor: bf16/f16 come back as f32, widened on the device (the host never
+  // computes in 16 bits), and NHWC comes back NCHW, transposed on the device in the same pass.
   Tensor to_host(const Tensor& t) override {
     check_here(t, "to_host");
-    // bf16/f16 come back as f32, widened on the device (the host never computes in 16 bits).
-    Tensor wide;
+    Tensor staged;
     const Tensor* source = &t;
-    if (is_16_bit(t.dtype())) {
-      wide = ctx_->allocate(t.shape(), DType::f32);
-      kernels::convert(t.raw(), t.dtype(), wide.raw(), DType::f32, t.numel(), ctx_->stream());
-      source = &wide;
+    if (is_16_bit(t.dtype()) || t.layout() != Layout::plain) {
+      const DType wide = is_16_bit(t.dtype()) ? DType::f32 : t.dtype();
+      staged = ctx_->allocate(t.shape(), wide);
+      copy_across_layouts(t, staged);
+      source = &staged;
     }
     Tensor host = Tensor::empty(source->shape(), source->dtype());
     if (source->bytes()) {
@@ -117,17 +123,19 @@ class CudaBackend final : public Backend {
     DPTRAIN_CHECK(host.device().is_cpu() && host.layout() == Layout::plain,
                   "copy_from_host: the source must be a plain host tensor");
     check_here(t, "copy_from_host");
-    if (host.dtype() == DType::f32 && is_16_bit(t.dtype())) {
-      DPTRAIN_CHECK(host.numel() == t.numel(), "copy_from_host: tensors of shapes ", host.shape().to_string(), " and ",
-                    t.shape().to_string(), " differ");
-      // Through an f32 device buffer, narrowed on the device; the buffer goes back to the caching
-      // allocator at once and is reused only by work queued after the conversion.
-      Tensor wide = ctx_->allocate(t.shape(), DType::f32);
+    const bool narrow = host.dtype() == DType::f32 && is_16_bit(t.dtype());
+    if (narrow || t.layout() != Layout::plain) {
+      DPTRAIN_CHECK(host.numel() == t.numel() && (narrow || host.dtype() == t.dtype()), "copy_from_host: tensors of ",
+                    "shapes ", host.shape().to_string(), " (", name_of(host.dtype()), ") and ", t.shape().to_string(),
+                    " (", name_of(t.dtype()), ") differ");
+      // Through a plain device buffer, narrowed and transposed on the device; the buffer goes back to
+      // the caching allocator at once and is reused only by work queued after the conversion.
+      Tensor plain = ctx_->allocate(t.shape(), host.dtype());
       if (t.numel()) {
         DPTRAIN_CUDA_CHECK(
-            cudaMemcpyAsync(wide.raw(), host.raw(), wide.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
+            cudaMemcpyAsync(plain.raw(), host.raw(), plain.bytes(), cudaMemcpyHostToDevice, ctx_->stream()));
       }
-      kernels::convert(wide.raw(), DType::f32, t.raw(), t.dtype(), t.numel(), ctx_->stream());
+      copy_across_layouts(plain, t);
       return;
     }
     check_same(host, t, "copy_from_host");
@@ -141,12 +149,18 @@ class CudaBackend final : public Backend {
     check_floating(t, "fill");
     kernels::fill(t.raw(), t.dtype(), t.numel(), value, ctx_->stream());
   }
-  // Same element type: a device copy. Between f32, bf16 and f16: a conversion.
+  // Same element type and layout: a device copy. Between f32, bf16 and f16, or between NCHW and NHWC
+  // (tensors of one shape): a conversion.
   void copy(const Tensor& src, Tensor& dst) override {
     check_here(src, "copy");
     check_here(dst, "copy");
+    if (src.layout() != dst.layout() && src.shape() == dst.shape() && is_floating(src.dtype()) &&
+        is_floating(dst.dtype())) {
+      copy_across_layouts(src, dst);
+      return;
+    }
     if (src.dtype() != dst.dtype() && is_floating(src.dtype()) && is_floating(dst.dtype()) &&
-        src.numel() == dst.numel()) {
+        src.numel() == dst.numel() && src.layout() == dst.layout()) {
       kernels::convert(src.raw(), src.dtype(), dst.raw(), dst.dtype(), src.numel(), ctx_->stream());
       return;
     }
@@ -253,7 +267,24 @@ class CudaBackend final : public Backend {
   void check_here(const Tensor& t, const char* op) const {
     DPTRAIN_CHECK(t.device() == Device::cuda(ctx_->device()), op, ": a tensor in ", t.device().to_string(),
                   " memory was given to the backend of cuda:", ctx_->device());
-    DPTRAIN_CHECK(t.layout() == Layout::plain, op, ": the CUDA backend keeps tensors in the plain layout");
+    DPTRAIN_CHECK(t.layout() == Layout::plain || t.layout() == Layout::nhwc, op,
+                  ": the CUDA backend keeps tensors in the plain (NCHW) or NHWC layout, not ", layout_name(t.layout()));
+  }
+  // dst = src for two floating tensors of one shape, in any of their types and layouts (one pass).
+  void copy_across_layouts(const Tensor& src, Tensor& dst) {
+    DPTRAIN_CHECK(src.shape() == dst.shape(), "copy: tensors of shapes ", src.shape().to_string(), " and ",
+                  dst.shape().to_string(), " differ");
+    if (src.layout() == dst.layout() || src.numel() == 0) {
+      kernels::convert(src.raw(), src.dtype(), dst.raw(), dst.dtype(), src.numel(), ctx_->stream());
+      return;
+    }
+    const Shape& s = src.shape();
+    const std::int64_t plane = s[2] * s[3];
+    if (src.layout() == Layout::plain) {
+      kernels::transpose_samples(src.raw(), src.dtype(), dst.raw(), dst.dtype(), s[0], s[1], plane, ctx_->stream());
+    } else {
+      kernels::transpose_samples(src.raw(), src.dtype(), dst.raw(), dst.dtype(), s[0], plane, s[1], ctx_->stream());
+    }
   }
   void check_float(const Tensor& t, const char* op) const {
     check_here(t, op);
@@ -266,9 +297,17 @@ class CudaBackend final : public Backend {
   }
   static bool is_16_bit(DType type) { return type == DType::bf16 || type == DType::f16; }
   static bool is_floating(DType type) { return type == DType::f32 || is_16_bit(type); }
+  // Element-wise ops run in memory order, so the tensors must share their layout as well as their size.
   static void check_same(const Tensor& a, const Tensor& b, const char* op) {
     DPTRAIN_CHECK(a.numel() == b.numel() && a.dtype() == b.dtype(), op, ": tensors of shapes ", a.shape().to_string(),
                   " (", name_of(a.dtype()), ") and ", b.shape().to_string(), " (", name_of(b.dtype()), ") differ");
+    DPTRAIN_CHECK(a.layout() == b.layout() || (same_as_plain(a) && same_as_plain(b)), op, ": tensors of shapes ",
+                  a.shape().to_string(), " and ", b.shape().to_string(), " are in different ", "layouts (",
+                  layout_name(a.layout()), " and ", layout_name(b.layout()), ")");
+  }
+  // A tensor laid out exactly as its plain version: plain, or NHWC with one pixel per channel.
+  static bool same_as_plain(const Tensor& t) {
+    return t.layout() == Layout::plain || (t.shape().rank() == 4 && t.shape()[2] * t.shape()[3] == 1);
   }
 
   CudaContextPtr ctx_;

@@ -7,6 +7,7 @@
 #include "dptrain/backend/cuda/check_cuda.hpp"
 #include "dptrain/core/dtype.hpp"
 #include "dptrain/core/shape.hpp"
+#include "dptrain/core/tensor.hpp"
 
 namespace dptrain::cuda {
 
@@ -45,6 +46,11 @@ cudnnDataType_t cudnn_type(DType type);
 // (about 2,670 ResNet-50 images per GPU in its first layers) is refused naming the op, the shape and
 // what to do, instead of cuDNN's bare BAD_PARAM.
 TensorDescriptor nchw_descriptor(const Shape& shape, DType type, const std::string& who);
+// The same for a tensor in `layout`: NCHW for plain, cuDNN's NHWC format for Layout::nhwc (a 4-D shape).
+TensorDescriptor activation_descriptor(const Shape& shape, DType type, Layout layout, const std::string& who);
+// A filter [K, C, R, S] of element type `type`: KCRS (CUDNN_TENSOR_NCHW) for plain, KRSC
+// (CUDNN_TENSOR_NHWC, what NHWC convolutions read) for Layout::nhwc.
+FilterDescriptor filter_descriptor(const Shape& weight, DType type, Layout layout, const std::string& who);
 // The per-channel [1, C, 1, 1] descriptor for biases.
 TensorDescriptor channel_descriptor(std::int64_t channels);
 

@@ -1,7 +1,10 @@
 // Inverted dropout with the CPU backend's mask: the same Philox words (core/philox_block.hpp) at the
 // same (seed, stream, global element index), so both backends drop the same elements. The mask is f32
-// in every precision; bf16/fp16 activations are multiplied in fp32 and rounded once.
+// in every precision; bf16/fp16 activations are multiplied in fp32 and rounded once. The words are
+// keyed by the logical (NCHW) index: with NHWC activations of more than one pixel the mask is drawn in
+// NCHW order and transposed, so a layout never changes which elements drop.
 #include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/layout_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 
 namespace dptrain::cuda {
@@ -18,9 +21,15 @@ class KernelDropout final : public DropoutPlan {
   void forward(const Tensor& x, Tensor& y, const RandomPosition& position) override {
     check_activation(*ctx_, x, spec_.input, spec_.who, "input");
     check_activation(*ctx_, y, spec_.input, spec_.who, "output");
-    kernels::dropout_mask(device_floats(mask_), spec_.input[0], spec_.input.per_sample(), position.seed,
+    const bool transposed = ctx_->activation_layout(spec_.input) == Layout::nhwc && pixels() > 1;
+    Tensor drawn = transposed ? ctx_->allocate(spec_.input, DType::f32) : mask_;
+    kernels::dropout_mask(device_floats(drawn), spec_.input[0], spec_.input.per_sample(), position.seed,
                           position.stream, position.first_sample, spec_.probability, 1.f / (1.f - spec_.probability),
                           ctx_->stream());
+    if (transposed) {
+      kernels::transpose_samples(drawn.raw(), DType::f32, mask_.raw(), DType::f32, spec_.input[0], spec_.input[1],
+                                 pixels(), ctx_->stream());
+    }
     kernels::multiply(x.raw(), device_floats(mask_), y.raw(), y.dtype(), x.numel(), ctx_->stream());
   }
 
@@ -31,6 +40,8 @@ class KernelDropout final : public DropoutPlan {
   }
 
  private:
+  std::int64_t pixels() const { return spec_.input.rank() == 4 ? spec_.input[2] * spec_.input[3] : 1; }
+
   CudaContextPtr ctx_;
   DropoutSpec spec_;
   Tensor mask_;  // 0 or 1/(1-p) per element, from the latest forward

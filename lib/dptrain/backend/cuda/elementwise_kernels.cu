@@ -36,7 +36,7 @@ struct Add {
 #pragma unroll
     for (int e = 0; e < V; ++e) {
       const float sum = va[e] + vb[e];
-      va[e] = relu ? (sum > 0.f ? sum : 0.f) : sum;
+      va[e] = relu ? (sum <= 0.f ? 0.f : sum) : sum;  // NaN stays NaN, as on the CPU
     }
     store<T, V>(y + at, va);
   }
@@ -67,7 +67,7 @@ struct ReluForward {
     float v[V];
     load<T, V>(x + at, v);
 #pragma unroll
-    for (int e = 0; e < V; ++e) v[e] = v[e] > 0.f ? v[e] : 0.f;
+    for (int e = 0; e < V; ++e) v[e] = v[e] <= 0.f ? 0.f : v[e];  // NaN stays NaN, as on the CPU
     store<T, V>(y + at, v);
   }
 };
@@ -125,6 +125,30 @@ __global__ void channel_sums_kernel(const T* dy, float* out, std::int64_t sample
     __syncthreads();
   }
   if (threadIdx.x == 0) out[c * groups + g] = shared[0];
+}
+// Rows of a row-major [rows, channels] matrix: block (t, g) sums channels [32t, 32t + 32) over group g
+// of the rows, thread (x, y) channel 32t + x over rows first + y, first + y + 8, ... (a warp reads 32
+// consecutive channels of a row), then the 8 row lanes added in order. Writes partials[c * groups + g]
+// (sums[c] with one group).
+constexpr int kChannelLanes = 32, kRowLanes = 8;
+template <typename T>
+__global__ void row_sums_kernel(const T* dy, float* out, std::int64_t rows, std::int64_t channels) {
+  __shared__ float shared[kRowLanes][kChannelLanes + 1];
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kChannelLanes + threadIdx.x;
+  const std::int64_t g = blockIdx.y, groups = gridDim.y;
+  const std::int64_t per_group = (rows + groups - 1) / groups;
+  const std::int64_t first = g * per_group, end = first + per_group, last = end < rows ? end : rows;
+  float sum = 0.f;
+  if (c < channels) {
+    for (std::int64_t r = first + threadIdx.y; r < last; r += kRowLanes) sum += to_float(dy[r * channels + c]);
+  }
+  shared[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    float total = 0.f;
+    for (int lane = 0; lane < kRowLanes; ++lane) total += shared[lane][threadIdx.x];
+    out[c * groups + g] = total;
+  }
 }
 // sums[c] = the groups' partial sums of channel c, added in group order.
 __global__ void add_partials_kernel(const float* partials, float* sums, std::int64_t channels, std::int64_t groups) {
@@ -222,23 +246,35 @@ void add_channel_bias(const float* bias, void* y, DType type, std::int64_t sampl
   DPTRAIN_CHECK_LAUNCH();
 }
 
-std::int64_t channel_sum_splits(std::int64_t samples, std::int64_t channels) {
+std::int64_t channel_sum_splits(std::int64_t samples, std::int64_t channels, std::int64_t plane) {
   // About 1024 blocks of 256 threads: every SM of an H100 or H200 (132) busy with several blocks.
   constexpr std::int64_t kTargetBlocks = 1024, kMaxGroups = 65535;  // gridDim.y's limit
   if (channels <= 0 || samples <= 1) return 1;
+  if (plane == 1) {
+    // Blocks of 32 channels; a group has at least 8 rows (one per row lane).
+    const std::int64_t tiles = (channels + kChannelLanes - 1) / kChannelLanes;
+    const std::int64_t most = std::min((samples + kRowLanes - 1) / kRowLanes, kMaxGroups);
+    return std::clamp<std::int64_t>((kTargetBlocks + tiles - 1) / tiles, 1, most);
+  }
   return std::clamp<std::int64_t>((kTargetBlocks + channels - 1) / channels, 1, std::min(samples, kMaxGroups));
 }
 
 void channel_sums(const void* dy, DType type, float* sums, float* partials, std::int64_t samples, std::int64_t channels,
                   std::int64_t plane, cudaStream_t stream) {
   if (channels == 0) return;
-  const std::int64_t groups = channel_sum_splits(samples, channels);
+  const std::int64_t groups = channel_sum_splits(samples, channels, plane);
   DPTRAIN_CHECK(groups == 1 || partials != nullptr, "channel_sums: ", groups, " groups need a partials buffer");
   with_element_type(type, "channel_sums", [&](auto element) {
     using T = decltype(element);
-    const dim3 grid(static_cast<unsigned>(channels), static_cast<unsigned>(groups));
-    channel_sums_kernel<T>
-        <<<grid, kThreads, 0, stream>>>(typed<T>(dy), groups == 1 ? sums : partials, samples, channels, plane);
+    float* out = groups == 1 ? sums : partials;
+    if (plane == 1) {
+      const dim3 grid(static_cast<unsigned>((channels + kChannelLanes - 1) / kChannelLanes),
+                      static_cast<unsigned>(groups));
+      row_sums_kernel<T><<<grid, dim3(kChannelLanes, kRowLanes), 0, stream>>>(typed<T>(dy), out, samples, channels);
+    } else {
+      const dim3 grid(static_cast<unsigned>(channels), static_cast<unsigned>(groups));
+      channel_sums_kernel<T><<<grid, kThreads, 0, stream>>>(typed<T>(dy), out, samples, channels, plane);
+    }
   });
   DPTRAIN_CHECK_LAUNCH();
   if (groups > 1) {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <memory>
 
+#include "dptrain/backend/cuda/layout_kernels.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
 #include "dptrain/backend/cuda/streams.hpp"
 
@@ -53,18 +54,24 @@ class CudaInputStager final : public InputStager {
 
   void finish(Tensor& images) override {
     DPTRAIN_CHECK(staged_, "input stager: finish() without a staged batch");
-    DPTRAIN_CHECK(images.device() == Device::cuda(ctx_->device()) && images.layout() == Layout::plain &&
-                      images.numel() == shape_.numel(),
-                  "input stager: the input tensor ", images.shape().to_string(), " on ", images.device().to_string(),
-                  " does not take a batch of ", shape_.to_string());
+    DPTRAIN_CHECK(
+        images.device() == Device::cuda(ctx_->device()) && images.numel() == shape_.numel() &&
+            (images.layout() == Layout::plain || (images.layout() == Layout::nhwc && images.shape() == shape_)),
+        "input stager: the input tensor ", images.shape().to_string(), " (", layout_name(images.layout()), ") on ",
+        images.device().to_string(), " does not take a batch of ", shape_.to_string());
+    // NHWC images (the activation layout of 16-bit runs) are written transposed by the same pass.
+    const bool nhwc = images.layout() == Layout::nhwc;
     copied_.make_wait(ctx_->stream());
     if (format_.host == DType::u8) {
       // The loader cropped and flipped; the normalisation (and the rounding to the activation type)
       // happens here, on a quarter of the bytes a host-normalised f32 batch would have crossed PCIe in.
       const InputNormalisation& n = format_.normalisation;
       kernels::normalise_bytes(staging_.data<std::uint8_t>(), images.raw(), images.dtype(), images.numel(),
-                               shape_[2] * shape_[3], static_cast<int>(shape_[1]), n.mean.data(), n.stddev.data(),
+                               shape_[2] * shape_[3], static_cast<int>(shape_[1]), n.mean.data(), n.stddev.data(), nhwc,
                                ctx_->stream());
+    } else if (nhwc) {
+      kernels::transpose_samples(staging_.raw(), DType::f32, images.raw(), images.dtype(), shape_[0], shape_[1],
+                                 shape_[2] * shape_[3], ctx_->stream());
     } else {
       kernels::convert(staging_.raw(), DType::f32, images.raw(), images.dtype(), images.numel(), ctx_->stream());
     }

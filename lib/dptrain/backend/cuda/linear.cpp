@@ -8,9 +8,13 @@
 // the plan's low-precision copy at each forward, reused by the backward-data pass of the step); the
 // weight gradient is written straight as f32 (Ctype CUDA_R_32F with 16-bit A/B is one of GemmEx's
 // COMPUTE_32F combinations). The bias is added, and its gradient summed, by our kernels in fp32.
+//
+// An NHWC input of more than one pixel (a classifier straight after convolutions) is flattened in the
+// NCHW order the weight's columns follow: the plan reads an NCHW copy of x and writes dx through one.
 #include <limits>
 
 #include "dptrain/backend/cuda/kernels.hpp"
+#include "dptrain/backend/cuda/layout_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
 
@@ -46,7 +50,7 @@ class CublasLinear final : public LinearPlan {
     out_ = spec.out_features;
     if (low()) {
       weight_low_ = ctx_->allocate(weight_, type_);
-      const std::int64_t groups = kernels::channel_sum_splits(spec.input[0], out_);
+      const std::int64_t groups = kernels::channel_sum_splits(spec.input[0], out_, 1);
       if (spec.bias && groups > 1) bias_partials_ = ctx_->allocate(Shape{out_ * groups}, DType::f32);
     } else if (spec.bias) {
       ones_ = ctx_->allocate(Shape{spec.input[0]}, DType::f32);
@@ -60,10 +64,12 @@ class CublasLinear final : public LinearPlan {
     check_data(y, output_, "output");
     if (spec_.bias) check(bias, bias_, "bias");
     const float one = 1.f;
+    Tensor plain_x;
+    const void* xs = plain_input(x, plain_x);
     if (low()) {
       const float zero = 0.f;
-      gemm_ex(CUBLAS_OP_T, CUBLAS_OP_N, out_, batch_, in_, compute_weight(weight, true), in_, x.raw(), in_, &zero,
-              y.raw(), type_, out_);
+      gemm_ex(CUBLAS_OP_T, CUBLAS_OP_N, out_, batch_, in_, compute_weight(weight, true), in_, xs, in_, &zero, y.raw(),
+              type_, out_);
       if (spec_.bias) kernels::add_channel_bias(device_floats(bias), y.raw(), type_, batch_, out_, 1, ctx_->stream());
       return;
     }
@@ -73,7 +79,8 @@ class CublasLinear final : public LinearPlan {
       beta = 1.f;
     }
     DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_T, CUBLAS_OP_N, out_, batch_, in_, &one,
-                                     device_floats(weight), in_, device_floats(x), in_, &beta, device_floats(y), out_));
+                                     device_floats(weight), in_, static_cast<const float*>(xs), in_, &beta,
+                                     device_floats(y), out_));
   }
 
   void backward_data(const Tensor& dy, const Tensor& weight, Tensor& dx) override {
@@ -81,14 +88,19 @@ class CublasLinear final : public LinearPlan {
     check(weight, weight_, "weight");
     check_data(dx, spec_.input, "input gradient");
     const float one = 1.f, zero = 0.f;  // dx^T[F,N] = W^T[F,O] dy^T[O,N]
+    Tensor plain_dx = flattens_nhwc() ? ctx_->allocate(spec_.input, type_) : dx;
     if (low()) {
       gemm_ex(CUBLAS_OP_N, CUBLAS_OP_N, in_, batch_, out_, compute_weight(weight, false), in_, dy.raw(), out_, &zero,
-              dx.raw(), type_, in_);
-      return;
+              plain_dx.raw(), type_, in_);
+    } else {
+      DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, in_, batch_, out_, &one,
+                                       device_floats(weight), in_, device_floats(dy), out_, &zero,
+                                       device_floats(plain_dx), in_));
     }
-    DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_N, in_, batch_, out_, &one,
-                                     device_floats(weight), in_, device_floats(dy), out_, &zero, device_floats(dx),
-                                     in_));
+    if (flattens_nhwc()) {
+      kernels::transpose_samples(plain_dx.raw(), type_, dx.raw(), type_, spec_.input[0], spec_.input[1], pixels(),
+                                 ctx_->stream());
+    }
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {
@@ -97,9 +109,11 @@ class CublasLinear final : public LinearPlan {
     check(dweight, weight_, "weight gradient");
     if (spec_.bias) check(dbias, bias_, "bias gradient");
     const float one = 1.f, zero = 0.f;  // dW^T[F,O] = x^T[F,N] dy[N,O]
+    Tensor plain_x;
+    const void* xs = plain_input(x, plain_x);
     if (low()) {
-      gemm_ex(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, batch_, x.raw(), in_, dy.raw(), out_, &zero, dweight.raw(),
-              DType::f32, in_);
+      gemm_ex(CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, batch_, xs, in_, dy.raw(), out_, &zero, dweight.raw(), DType::f32,
+              in_);
       // db[O] = the column sums of dy[N,O], in fp32.
       if (spec_.bias) {
         kernels::channel_sums(dy.raw(), type_, device_floats(dbias), device_floats(bias_partials_), batch_, out_, 1,
@@ -108,8 +122,8 @@ class CublasLinear final : public LinearPlan {
       return;
     }
     DPTRAIN_CUBLAS_CHECK(cublasSgemm(ctx_->cublas(), CUBLAS_OP_N, CUBLAS_OP_T, in_, out_, batch_, &one,
-                                     device_floats(x), in_, device_floats(dy), out_, &zero, device_floats(dweight),
-                                     in_));
+                                     static_cast<const float*>(xs), in_, device_floats(dy), out_, &zero,
+                                     device_floats(dweight), in_));
     if (spec_.bias) {  // db[O] = dy^T[O,N] 1[N]
       DPTRAIN_CUBLAS_CHECK(cublasSgemv(ctx_->cublas(), CUBLAS_OP_N, out_, batch_, &one, device_floats(dy), out_,
                                        device_floats(ones_), 1, &zero, device_floats(dbias), 1));
@@ -118,6 +132,17 @@ class CublasLinear final : public LinearPlan {
 
  private:
   bool low() const { return type_ != DType::f32; }
+  std::int64_t pixels() const { return spec_.input.rank() == 4 ? spec_.input[2] * spec_.input[3] : 1; }
+  // Whether x is NHWC with more than one pixel, so its memory order is not the NCHW features' order.
+  bool flattens_nhwc() const { return ctx_->activation_layout(spec_.input) == Layout::nhwc && pixels() > 1; }
+  // The input in NCHW order: x itself, or (flattens_nhwc) an NCHW copy made in `scratch` for this call.
+  const void* plain_input(const Tensor& x, Tensor& scratch) const {
+    if (!flattens_nhwc()) return x.raw();
+    scratch = ctx_->allocate(spec_.input, type_);
+    kernels::transpose_samples(x.raw(), type_, scratch.raw(), type_, spec_.input[0], pixels(), spec_.input[1],
+                               ctx_->stream());
+    return scratch.raw();
+  }
   void check(const Tensor& t, const Shape& shape, const char* what) const {
     check_device_tensor(*ctx_, t, shape, spec_.who, what);
   }

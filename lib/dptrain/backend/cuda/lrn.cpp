@@ -5,8 +5,11 @@
 // bf16/fp16: cuDNN's LRN documents its data types per version (BFLOAT16 nowhere we could rely on for
 // cuDNN 8 and 9), and LRN runs only in GoogLeNet's stem, on two small tensors. So the plan widens its
 // inputs into f32 scratch, runs the f32 routine and rounds the result into the low type; the kept
-// forward output is the f32 one, so the backward reads exactly what the forward computed.
+// forward output is the f32 one, so the backward reads exactly what the forward computed. NHWC
+// activations (in any precision) take the same route, the widening pass transposing to NCHW and the
+// narrowing one back: LRN is in no network that runs NHWC for speed.
 #include "dptrain/backend/cuda/descriptors.hpp"
+#include "dptrain/backend/cuda/layout_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
 
@@ -34,13 +37,13 @@ class CudnnLrn final : public LrnPlan {
     Tensor wide_x = widened(x);
     if (training && (!output_.defined() || output_.numel() == 0)) output_ = ctx_->allocate(spec_.input, DType::f32);
     // Low precision writes the f32 result where the backward will read it (training) or in scratch.
-    Tensor wide_y = !low() ? Tensor() : training ? output_ : ctx_->allocate(spec_.input, DType::f32);
+    Tensor wide_y = !staged() ? Tensor() : training ? output_ : ctx_->allocate(spec_.input, DType::f32);
     DPTRAIN_CUDNN_CHECK(cudnnLRNCrossChannelForward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
-                                                    low() ? wide_x.raw() : x.raw(), &zero, desc_,
-                                                    low() ? wide_y.raw() : y.raw()));
-    if (low()) kernels::convert(wide_y.raw(), DType::f32, y.raw(), type_, y.numel(), ctx_->stream());
+                                                    staged() ? wide_x.raw() : x.raw(), &zero, desc_,
+                                                    staged() ? wide_y.raw() : y.raw()));
+    if (staged()) narrowed(wide_y, y);
     if (training) {
-      if (!low()) {
+      if (!staged()) {
         DPTRAIN_CUDA_CHECK(
             cudaMemcpyAsync(output_.raw(), y.raw(), y.bytes(), cudaMemcpyDeviceToDevice, ctx_->stream()));
       }
@@ -55,24 +58,41 @@ class CudnnLrn final : public LrnPlan {
     DPTRAIN_CHECK(have_output_, spec_.who, ": backward needs a training forward pass first");
     const float one = 1.f, zero = 0.f;
     Tensor wide_x = widened(x), wide_dy = widened(dy);
-    Tensor wide_dx = low() ? ctx_->allocate(spec_.input, DType::f32) : Tensor();
+    Tensor wide_dx = staged() ? ctx_->allocate(spec_.input, DType::f32) : Tensor();
     DPTRAIN_CUDNN_CHECK(cudnnLRNCrossChannelBackward(ctx_->cudnn(), lrn_, CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, desc_,
-                                                     output_.raw(), desc_, low() ? wide_dy.raw() : dy.raw(), desc_,
-                                                     low() ? wide_x.raw() : x.raw(), &zero, desc_,
-                                                     low() ? wide_dx.raw() : dx.raw()));
-    if (low()) kernels::convert(wide_dx.raw(), DType::f32, dx.raw(), type_, dx.numel(), ctx_->stream());
+                                                     output_.raw(), desc_, staged() ? wide_dy.raw() : dy.raw(), desc_,
+                                                     staged() ? wide_x.raw() : x.raw(), &zero, desc_,
+                                                     staged() ? wide_dx.raw() : dx.raw()));
+    if (staged()) narrowed(wide_dx, dx);
   }
 
  private:
-  bool low() const { return type_ != DType::f32; }
-  // Low precision: an f32 copy of `t` for this call (the caching allocator reuses blocks in stream
-  // order); fp32: nothing (the caller passes `t` itself).
+  bool nhwc() const { return ctx_->activation_layout(spec_.input) == Layout::nhwc; }
+  // Whether cuDNN runs on f32 NCHW copies (16-bit or NHWC activations) rather than on the tensors.
+  bool staged() const { return type_ != DType::f32 || nhwc(); }
+  // staged(): an f32 NCHW copy of `t` for this call (the caching allocator reuses blocks in stream
+  // order); otherwise nothing (the caller passes `t` itself).
   Tensor widened(const Tensor& t) const {
-    if (!low()) return Tensor();
+    if (!staged()) return Tensor();
     Tensor wide = ctx_->allocate(spec_.input, DType::f32);
-    kernels::convert(t.raw(), type_, wide.raw(), DType::f32, t.numel(), ctx_->stream());
+    if (nhwc()) {
+      kernels::transpose_samples(t.raw(), type_, wide.raw(), DType::f32, spec_.input[0], pixels(), spec_.input[1],
+                                 ctx_->stream());
+    } else {
+      kernels::convert(t.raw(), type_, wide.raw(), DType::f32, t.numel(), ctx_->stream());
+    }
     return wide;
   }
+  // The f32 NCHW result `wide` into `t`, in t's type and layout.
+  void narrowed(const Tensor& wide, Tensor& t) const {
+    if (nhwc()) {
+      kernels::transpose_samples(wide.raw(), DType::f32, t.raw(), type_, spec_.input[0], spec_.input[1], pixels(),
+                                 ctx_->stream());
+    } else {
+      kernels::convert(wide.raw(), DType::f32, t.raw(), type_, t.numel(), ctx_->stream());
+    }
+  }
+  std::int64_t pixels() const { return spec_.input[2] * spec_.input[3]; }
 
   CudaContextPtr ctx_;
   LrnSpec spec_;

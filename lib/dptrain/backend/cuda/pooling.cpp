@@ -32,6 +32,8 @@ class KernelPooling final : public PoolingPlan {
     geometry_.stride_w = w.stride_w;
     geometry_.pad_h = w.pad_h;
     geometry_.pad_w = w.pad_w;
+    geometry_.channels = static_cast<int>(spec.input[1]);
+    geometry_.channels_last = ctx_->activation_layout(spec.input) == Layout::nhwc;
     // The padding after the image (pad + ceil's extra) needs no parameter: the kernels clip windows to
     // the image, and the include-padding divisor is the whole window either way.
     if (kind_ == kernels::PoolKind::max) argmax_ = ctx_->allocate(output_, DType::i32);

@@ -23,13 +23,50 @@ __device__ float average_divisor(const PoolGeometry& g, PoolKind kind, int oh, i
   return static_cast<float>((h1 - h0) * (w1 - w0));
 }
 
+// Element i (in memory order) of a tensor of height x width pixels per plane: its pixel (row, column)
+// and the offset of its plane's pixel 0, from which pixel p is `stride` * p further on (1 in NCHW, C in
+// NHWC).
+struct PixelOf {
+  int row = 0, column = 0;
+  std::int64_t plane_start = 0, stride = 1;
+};
+
+__device__ PixelOf pixel_of(std::int64_t i, const PoolGeometry& g, int height, int width) {
+  PixelOf p;
+  const std::int64_t pixels = static_cast<std::int64_t>(height) * width;
+  if (g.channels_last) {
+    const std::int64_t c = i % g.channels, rest = i / g.channels;
+    const std::int64_t pixel = rest % pixels, n = rest / pixels;
+    p.row = static_cast<int>(pixel / width);
+    p.column = static_cast<int>(pixel % width);
+    p.plane_start = n * pixels * g.channels + c;
+    p.stride = g.channels;
+  } else {
+    const std::int64_t pixel = i % pixels;
+    p.row = static_cast<int>(pixel / width);
+    p.column = static_cast<int>(pixel % width);
+    p.plane_start = i - pixel;
+  }
+  return p;
+}
+
+// Where the plane starting at `start` of a tensor of `from_pixels` pixels per plane starts in one of
+// `to_pixels` (the same sample and channel): between a pooling's input and output.
+__device__ std::int64_t same_plane_start(std::int64_t start, const PoolGeometry& g, std::int64_t from_pixels,
+                                         std::int64_t to_pixels) {
+  if (!g.channels_last) return start / from_pixels * to_pixels;
+  const std::int64_t per_sample = from_pixels * g.channels;
+  return start / per_sample * to_pixels * g.channels + start % per_sample;
+}
+
 template <typename T>
 __global__ void pool_forward_kernel(const T* x, T* y, std::int32_t* argmax, PoolGeometry g, PoolKind kind) {
   const std::int64_t per_plane = static_cast<std::int64_t>(g.out_height) * g.out_width;
   DPTRAIN_GRID_STRIDE(i, g.planes * per_plane) {
-    const std::int64_t plane = i / per_plane;
-    const int oh = static_cast<int>((i % per_plane) / g.out_width), ow = static_cast<int>(i % g.out_width);
-    const T* in = x + plane * g.height * g.width;
+    const PixelOf out = pixel_of(i, g, g.out_height, g.out_width);
+    const int oh = out.row, ow = out.column;
+    const T* in = x + same_plane_start(out.plane_start, g, per_plane, static_cast<std::int64_t>(g.height) * g.width);
+    const std::int64_t step = out.stride;
     const int hs = window_start(oh, g.stride_h, g.pad_h), ws = window_start(ow, g.stride_w, g.pad_w);
     const int h0 = max(hs, 0), h1 = min(hs + g.kernel_h, g.height);
     const int w0 = max(ws, 0), w1 = min(ws + g.kernel_w, g.width);
@@ -38,7 +75,7 @@ __global__ void pool_forward_kernel(const T* x, T* y, std::int32_t* argmax, Pool
       int where = -1;
       for (int h = h0; h < h1; ++h) {
         for (int w = w0; w < w1; ++w) {
-          const float v = to_float(in[h * g.width + w]);
+          const float v = to_float(in[(h * g.width + w) * step]);
           if (where < 0 || v > best) {
             best = v;
             where = h * g.width + w;
@@ -50,7 +87,7 @@ __global__ void pool_forward_kernel(const T* x, T* y, std::int32_t* argmax, Pool
     } else {
       float sum = 0.f;
       for (int h = h0; h < h1; ++h) {
-        for (int w = w0; w < w1; ++w) sum += to_float(in[h * g.width + w]);
+        for (int w = w0; w < w1; ++w) sum += to_float(in[(h * g.width + w) * step]);
       }
       y[i] = from_float<T>(sum / average_divisor(g, kind, oh, ow));
     }
@@ -60,22 +97,24 @@ __global__ void pool_forward_kernel(const T* x, T* y, std::int32_t* argmax, Pool
 template <typename T>
 __global__ void pool_backward_kernel(const T* dy, const std::int32_t* argmax, T* dx, PoolGeometry g, PoolKind kind) {
   const std::int64_t per_plane = static_cast<std::int64_t>(g.height) * g.width;
-  const std::int64_t out_per_plane = static_cast<std::int64_t>(g.out_height) * g.out_width;
   DPTRAIN_GRID_STRIDE(i, g.planes * per_plane) {
-    const std::int64_t plane = i / per_plane;
-    const int h = static_cast<int>((i % per_plane) / g.width), w = static_cast<int>(i % g.width);
+    const PixelOf in = pixel_of(i, g, g.height, g.width);
+    const int h = in.row, w = in.column;
     // The outputs whose windows contain (h, w).
     const int oh0 = h + g.pad_h < g.kernel_h ? 0 : (h + g.pad_h - g.kernel_h) / g.stride_h + 1;
     const int oh1 = min((h + g.pad_h) / g.stride_h, g.out_height - 1);
     const int ow0 = w + g.pad_w < g.kernel_w ? 0 : (w + g.pad_w - g.kernel_w) / g.stride_w + 1;
     const int ow1 = min((w + g.pad_w) / g.stride_w, g.out_width - 1);
-    const T* grad = dy + plane * out_per_plane;
-    const std::int32_t* source = argmax ? argmax + plane * out_per_plane : nullptr;
+    const std::int64_t out_start =
+        same_plane_start(in.plane_start, g, per_plane, static_cast<std::int64_t>(g.out_height) * g.out_width);
+    const std::int64_t step = in.stride;
+    const T* grad = dy + out_start;
+    const std::int32_t* source = argmax ? argmax + out_start : nullptr;
     const int here = h * g.width + w;
     float sum = 0.f;
     for (int oh = oh0; oh <= oh1; ++oh) {
       for (int ow = ow0; ow <= ow1; ++ow) {
-        const int o = oh * g.out_width + ow;
+        const std::int64_t o = (static_cast<std::int64_t>(oh) * g.out_width + ow) * step;
         if (kind == PoolKind::max) {
           if (source[o] == here) sum += to_float(grad[o]);
         } else {

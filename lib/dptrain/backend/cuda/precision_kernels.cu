@@ -50,20 +50,29 @@ struct ChannelNormalisation {
 
 // __fsub_rn / __fdiv_rn: IEEE round-to-nearest whatever the compile flags (no contraction, no fast
 // division), so the floats are those of the host's (x - mean) / std.
+// i runs over dst; with channels_last the source element of dst's (s, p, c) is NCHW's (s, c, p).
 template <typename To>
 __global__ void normalise_bytes_kernel(const std::uint8_t* src, To* dst, std::int64_t n, std::int64_t plane,
-                                       int channels, ChannelNormalisation norm) {
+                                       int channels, ChannelNormalisation norm, bool channels_last) {
   DPTRAIN_GRID_STRIDE(i, n) {
-    const int c = static_cast<int>((i / plane) % channels);
-    dst[i] = from_float<To>(__fdiv_rn(__fsub_rn(static_cast<float>(src[i]), norm.mean[c]), norm.stddev[c]));
+    int c = 0;
+    std::int64_t from = i;
+    if (channels_last) {
+      c = static_cast<int>(i % channels);
+      const std::int64_t pixel = i / channels;  // s * plane + p
+      from = ((pixel / plane) * channels + c) * plane + pixel % plane;
+    } else {
+      c = static_cast<int>((i / plane) % channels);
+    }
+    dst[i] = from_float<To>(__fdiv_rn(__fsub_rn(static_cast<float>(src[from]), norm.mean[c]), norm.stddev[c]));
   }
 }
 
 template <typename To>
 void launch_normalise(const std::uint8_t* src, void* dst, std::int64_t n, std::int64_t plane, int channels,
-                      const ChannelNormalisation& norm, cudaStream_t stream) {
+                      const ChannelNormalisation& norm, bool channels_last, cudaStream_t stream) {
   normalise_bytes_kernel<To>
-      <<<grid_for(n), kThreads, 0, stream>>>(src, static_cast<To*>(dst), n, plane, channels, norm);
+      <<<grid_for(n), kThreads, 0, stream>>>(src, static_cast<To*>(dst), n, plane, channels, norm, channels_last);
   DPTRAIN_CHECK_LAUNCH();
 }
 
@@ -92,7 +101,7 @@ void convert(const void* src, DType src_type, void* dst, DType dst_type, std::in
 }
 
 void normalise_bytes(const std::uint8_t* src, void* dst, DType dst_type, std::int64_t n, std::int64_t plane,
-                     int channels, const float* mean, const float* stddev, cudaStream_t stream) {
+                     int channels, const float* mean, const float* stddev, bool channels_last, cudaStream_t stream) {
   if (n == 0) return;
   if (channels < 1 || channels > kMaxNormalisedChannels || plane < 1) {
     throw Error("normalise_bytes: " + std::to_string(channels) + " channels of " + std::to_string(plane) +
@@ -101,9 +110,9 @@ void normalise_bytes(const std::uint8_t* src, void* dst, DType dst_type, std::in
   ChannelNormalisation norm{};
   for (int c = 0; c < channels; ++c) norm.mean[c] = mean[c], norm.stddev[c] = stddev[c];
   switch (dst_type) {
-    case DType::f32: return launch_normalise<float>(src, dst, n, plane, channels, norm, stream);
-    case DType::bf16: return launch_normalise<__nv_bfloat16>(src, dst, n, plane, channels, norm, stream);
-    case DType::f16: return launch_normalise<__half>(src, dst, n, plane, channels, norm, stream);
+    case DType::f32: return launch_normalise<float>(src, dst, n, plane, channels, norm, channels_last, stream);
+    case DType::bf16: return launch_normalise<__nv_bfloat16>(src, dst, n, plane, channels, norm, channels_last, stream);
+    case DType::f16: return launch_normalise<__half>(src, dst, n, plane, channels, norm, channels_last, stream);
     default: break;
   }
   throw Error(std::string("normalise_bytes: no conversion to ") + std::string(name_of(dst_type)));

@@ -18,9 +18,11 @@ constexpr int kMaxNormalisedChannels = 16;
 
 // u8 [N, C, H, W] -> dst_type: dst[i] = (float(src[i]) - mean[c]) / stddev[c], c the channel of i,
 // then rounded to dst_type as convert() does; n elements, `plane` = H * W, C = `channels` (at most
-// kMaxNormalisedChannels). The float arithmetic is dptrain::normalise_planes', bit for bit.
+// kMaxNormalisedChannels). The float arithmetic is dptrain::normalise_planes', bit for bit. With
+// `channels_last` dst is written NHWC (element (s, c, p) at (s * plane + p) * channels + c), src still
+// being read NCHW.
 void normalise_bytes(const std::uint8_t* src, void* dst, DType dst_type, std::int64_t n, std::int64_t plane,
-                     int channels, const float* mean, const float* stddev, cudaStream_t stream);
+                     int channels, const float* mean, const float* stddev, bool channels_last, cudaStream_t stream);
 
 // x[i] *= factor; sets *nonfinite to 1 if any result is inf or NaN (it is never cleared here).
 void scale_and_flag_nonfinite(float* x, std::int64_t n, float factor, int* nonfinite, cudaStream_t stream);
