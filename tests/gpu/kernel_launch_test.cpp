@@ -1,6 +1,6 @@
 // The host side of our kernels' launch shapes (needs the CUDA headers, not a GPU): the bias
 // gradient's channel sums and batch norm's reductions are cut into groups so that few channels still
-// fill the GPU, and batch norm reads whole vectors where the plane allows.
+// fill the GPU, and batch norm reads whole vectors where the plane (NCHW) or the channels (NHWC) allow.
 #include <catch2/catch.hpp>
 
 #include "dptrain/backend/cuda/batch_norm_kernels.hpp"
@@ -63,4 +63,39 @@ TEST_CASE("batch norm: about 1024 blocks, no group under 512 vectors, none empty
   CHECK(batch_norm_groups(Shape{1'000'000, 1, 1}, DType::f32) == 1024);
   // At least 512 vectors a group: 1030 vectors make 2 groups of 515.
   CHECK(batch_norm_groups(Shape{1030, 1, 1}, DType::f32) == 2);
+}
+
+TEST_CASE("batch norm channels last: vectors along the channels, tiles of them filling the GPU") {
+  using dptrain::DType;
+  using dptrain::cuda::kernels::batch_norm_groups;
+  using dptrain::cuda::kernels::batch_norm_vector_width;
+  using dptrain::cuda::kernels::batch_norm_workspace_floats;
+  using Shape = dptrain::cuda::kernels::BatchNormShape;
+  constexpr bool kNhwc = true;
+  // 16 bytes where C allows, else 8, else one element: the plane no longer matters.
+  CHECK(batch_norm_vector_width(Shape{256, 64, 112 * 112, kNhwc}, DType::bf16) == 8);
+  CHECK(batch_norm_vector_width(Shape{256, 64, 112 * 112, kNhwc}, DType::f32) == 4);
+  CHECK(batch_norm_vector_width(Shape{256, 2048, 7 * 7, kNhwc}, DType::bf16) == 8);  // 1 in NCHW
+  CHECK(batch_norm_vector_width(Shape{3, 12, 9 * 9, kNhwc}, DType::f16) == 4);
+  CHECK(batch_norm_vector_width(Shape{5, 6, 4 * 4, kNhwc}, DType::f32) == 2);
+  CHECK(batch_norm_vector_width(Shape{5, 6, 4 * 4, kNhwc}, DType::bf16) == 1);
+  CHECK(batch_norm_vector_width(Shape{4, 3, 8 * 8, kNhwc}, DType::bf16) == 1);  // 8 in NCHW
+  CHECK(batch_norm_vector_width(Shape{16, 7, 1, kNhwc}, DType::f32) == 1);
+  // ResNet-50 at batch 256, bf16: about 1024 blocks of (tile of channel vectors, group of rows).
+  // conv1: 8 vectors a row, one tile; 1024 groups of 3136 rows.
+  CHECK(batch_norm_groups(Shape{256, 64, 112 * 112, kNhwc}, DType::bf16) == 1024);
+  CHECK(batch_norm_workspace_floats(Shape{256, 64, 112 * 112, kNhwc}, DType::bf16) == 64 * (2 * 1024 + 3));
+  CHECK(batch_norm_groups(Shape{256, 256, 56 * 56, kNhwc}, DType::bf16) == 1024);
+  CHECK(batch_norm_groups(Shape{256, 512, 28 * 28, kNhwc}, DType::bf16) == 512);   // 2 tiles
+  CHECK(batch_norm_groups(Shape{256, 1024, 14 * 14, kNhwc}, DType::bf16) == 256);  // 4 tiles
+  CHECK(batch_norm_groups(Shape{256, 2048, 7 * 7, kNhwc}, DType::bf16) == 128);    // 8 tiles, 98 rows each
+  CHECK(batch_norm_groups(Shape{256, 2048, 7 * 7, kNhwc}, DType::f32) == 64);      // 16 tiles
+  // At least 8 rows a thread: 2 vectors a row make tiles of 2 columns and 128 lanes, groups of at
+  // least 1024 rows: 25088 rows make 24 groups.
+  CHECK(batch_norm_groups(Shape{8, 16, 56 * 56, kNhwc}, DType::bf16) == 24);
+  CHECK(batch_norm_groups(Shape{2, 3, 7, kNhwc}, DType::f32) == 1);
+  CHECK(batch_norm_groups(Shape{0, 3, 7, kNhwc}, DType::f32) == 1);
+  CHECK(batch_norm_groups(Shape{4, 0, 7, kNhwc}, DType::f32) == 1);
+  CHECK(batch_norm_groups(Shape{1'000'000, 1, 1, kNhwc}, DType::f32) == 488);
+  CHECK_THROWS_AS(batch_norm_groups(Shape{2, 3, 8, kNhwc}, DType::i32), dptrain::Error);
 }

@@ -95,7 +95,8 @@ class OwnBatchNorm final : public CheckedBatchNorm {
  public:
   OwnBatchNorm(CudaContextPtr ctx, const BatchNormSpec& spec)
       : CheckedBatchNorm(std::move(ctx), spec),
-        shape_{spec_.input[0], spec_.input[1], spec_.input[2] * spec_.input[3]},
+        shape_{spec_.input[0], spec_.input[1], spec_.input[2] * spec_.input[3],
+               ctx_->activation_layout(spec_.input) == Layout::nhwc},
         workspace_(ctx_->allocate(Shape{std::max<std::int64_t>(1, kernels::batch_norm_workspace_floats(shape_, type_))},
                                   DType::f32)) {}
 
