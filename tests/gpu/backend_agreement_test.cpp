@@ -243,8 +243,9 @@ TEST_CASE("element-wise ops and the SGD update: CPU and GPU agree", "[gpu][eleme
         Tensor parameter_mixed = on(be, b);
         be.axpby(0.3f, PA, -1.5f, parameter_mixed);
         Tensor w1 = on(be, a), v1 = on(be, v), w2 = on(be, a), v2 = on(be, v);
-        be.sgd_update(w1, PB, v1, SgdHyper{0.1f, 0.9f, 1e-3f, false});
-        be.sgd_update(w2, PB, v2, SgdHyper{0.05f, 0.8f, 5e-4f, true});
+        const SgdTensors plain[] = {{&w1, &PB, &v1, 1e-3f}}, nesterov[] = {{&w2, &PB, &v2, 5e-4f}};
+        be.sgd_update_all(plain, SgdHyper{0.1f, 0.9f, false});
+        be.sgd_update_all(nesterov, SgdHyper{0.05f, 0.8f, true});
         return gpu_testing::to_host(
             be, {&filled, &sum, &mixed, &copied, &parameter_filled, &parameter_mixed, &w1, &v1, &w2, &v2});
       },

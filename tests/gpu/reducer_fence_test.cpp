@@ -113,7 +113,8 @@ void load_kernels(Backend& be, DelayedCommunicator& comm) {
   be.fill(v, 0.f);
   be.copy(a, b);
   be.axpby(0.5f, a, 0.f, b);
-  be.sgd_update(a, b, v, SgdHyper{1.f, 0.f, 0.f, false});
+  const SgdTensors update[] = {{&a, &b, &v, 0.f}};
+  be.sgd_update_all(update, SgdHyper{1.f, 0.f, false});
   be.fence()->wait();
   comm.set_other_rank(0.f);
   comm.allreduce(b.raw(), 1024, ElementType::f32, ReduceOp::sum);
@@ -189,10 +190,14 @@ TEST_CASE("gradient reducer on a GPU: late writes of the backward pass and late 
     CHECK(comm.allreduces() - allreduces_before == static_cast<int>(reducer.bucket_count()));
     // The optimizer reads the mean: w = 0 - 1 * (0 * v + g) with zero weights and velocity.
     Mismatches wrong;
+    std::vector<SgdTensors> update;
     for (std::size_t p = 0; p < parameters.size(); ++p) {
       be.fill(parameters[p].value, 0.f);
       be.fill(velocity[p], 0.f);
-      be.sgd_update(parameters[p].value, parameters[p].grad, velocity[p], SgdHyper{1.f, 0.f, 0.f, false});
+      update.push_back({&parameters[p].value, &parameters[p].grad, &velocity[p], 0.f});
+    }
+    be.sgd_update_all(update, SgdHyper{1.f, 0.f, false});
+    for (std::size_t p = 0; p < parameters.size(); ++p) {
       const Tensor weights = be.to_host(parameters[p].value);
       const float k = other_rank(step);
       count_mismatches(

@@ -161,6 +161,15 @@ class InputStager {
 // The parameter list of an op without its parentheses, for a factory that takes a context first.
 #define DPTRAIN_OP_PARAMETERS(...) __VA_ARGS__
 
+// One parameter of an SGD step: its value, gradient and momentum buffer (f32, one element count and
+// layout) and its weight decay (0 for biases and batch-norm parameters unless SgdConfig::decay_all).
+struct SgdTensors {
+  Tensor* weight = nullptr;
+  const Tensor* grad = nullptr;
+  Tensor* velocity = nullptr;
+  float weight_decay = 0.f;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -206,8 +215,11 @@ class Backend {
   virtual void add(const Tensor& a, const Tensor& b, Tensor& y) = 0;            // y = a + b
   virtual void add_relu(const Tensor& a, const Tensor& b, Tensor& y) = 0;       // y = max(a + b, 0)
   virtual void axpby(float alpha, const Tensor& x, float beta, Tensor& y) = 0;  // y = alpha x + beta y
-  // One SGD step on one parameter (fp32): g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
-  virtual void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& hyper) = 0;
+  // One SGD step on every parameter of the list (fp32), in one pass (one kernel launch on a GPU, not
+  // one per parameter): per element, with the parameter's own decay wd,
+  // g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
+  // Every parameter's tensors are checked before any is written.
+  virtual void sgd_update_all(std::span<const SgdTensors> parameters, const SgdHyper& hyper) = 0;
 
   // Multiplies every tensor (f32) by `factor` and tells whether all their elements are finite, in one
   // host read: the loss scaler's unscale-and-check of the reduced gradients.

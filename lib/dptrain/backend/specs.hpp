@@ -88,10 +88,10 @@ struct RandomPosition {
   std::int64_t first_sample = 0;
 };
 
+// What an SGD step shares across parameters (each parameter's decay is in its SgdTensors).
 struct SgdHyper {
   float learning_rate = 0.1f;
   float momentum = 0.9f;
-  float weight_decay = 0.0f;
   bool nesterov = false;
 };
 

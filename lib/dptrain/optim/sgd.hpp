@@ -26,6 +26,7 @@ class Sgd {
   std::vector<Parameter*> parameters_;
   std::vector<Buffer> velocity_;
   SgdConfig config_;
+  std::vector<SgdTensors> updates_;  // step()'s list for the backend, kept to reuse its memory
 };
 
 }  // namespace dptrain

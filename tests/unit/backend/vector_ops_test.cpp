@@ -27,20 +27,20 @@ TEST_CASE("element-wise ops of the CPU backend", "[backend][vector]") {
   CHECK_THROWS_WITH(backend->add(a, b, wrong), Catch::Contains("[3] and [4] differ in size"));
 }
 
-TEST_CASE("sgd_update: momentum, weight decay and Nesterov against hand computation", "[backend][sgd]") {
+TEST_CASE("sgd_update_all: momentum, weight decay and Nesterov against hand computation", "[backend][sgd]") {
   auto backend = make_cpu_backend();
-  const SgdHyper plain{0.1f, 0.9f, 0.01f, false};
   Tensor w = values({1.f, -2.f}), g = values({0.5f, 0.25f}), v = values({0.2f, 0.f});
-  backend->sgd_update(w, g, v, plain);
+  const SgdTensors plain[] = {{&w, &g, &v, 0.01f}};
+  backend->sgd_update_all(plain, SgdHyper{0.1f, 0.9f, false});
   // g' = g + 0.01 w = {0.51, 0.23}; v = 0.9 v + g' = {0.69, 0.23}; w -= 0.1 v
   CHECK(v.data<float>()[0] == Approx(0.69f));
   CHECK(v.data<float>()[1] == Approx(0.23f));
   CHECK(w.data<float>()[0] == Approx(1.f - 0.069f));
   CHECK(w.data<float>()[1] == Approx(-2.f - 0.023f));
 
-  const SgdHyper nesterov{0.1f, 0.9f, 0.f, true};
   Tensor w2 = values({1.f}), g2 = values({0.5f}), v2 = values({0.2f});
-  backend->sgd_update(w2, g2, v2, nesterov);
+  const SgdTensors nesterov[] = {{&w2, &g2, &v2, 0.f}};
+  backend->sgd_update_all(nesterov, SgdHyper{0.1f, 0.9f, true});
   // v = 0.9*0.2 + 0.5 = 0.68; step = g + 0.9 v = 0.5 + 0.612 = 1.112
   CHECK(v2.data<float>()[0] == Approx(0.68f));
   CHECK(w2.data<float>()[0] == Approx(1.f - 0.1112f));

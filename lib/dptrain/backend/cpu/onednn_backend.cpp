@@ -48,6 +48,39 @@ void check_same_layout(const Tensor& a, const Tensor& b, const char* op) {
                 " are in different layouts (plain and blocked)");
 }
 
+// A run of consecutive elements of one parameter: what one iteration of the SGD loop updates.
+struct SgdPiece {
+  float* w;
+  const float* g;
+  float* v;
+  std::int64_t count;
+  float weight_decay;
+};
+
+// The parameters cut into pieces of at most kSgdPiece elements (every tensor checked first), so that
+// one loop over all of them shares the threads evenly however the sizes are spread.
+std::vector<SgdPiece> sgd_pieces(std::span<const SgdTensors> parameters) {
+  constexpr std::int64_t kSgdPiece = std::int64_t{1} << 13;
+  std::vector<SgdPiece> pieces;
+  for (const SgdTensors& p : parameters) {
+    DPTRAIN_CHECK(p.weight != nullptr && p.grad != nullptr && p.velocity != nullptr,
+                  "sgd_update_all: a parameter lacks a tensor");
+    check_same_layout(*p.weight, *p.grad, "sgd_update_all");
+    check_same_layout(*p.weight, *p.velocity, "sgd_update_all");
+    DPTRAIN_CHECK(p.weight->dtype() == DType::f32 && p.grad->dtype() == DType::f32 && p.velocity->dtype() == DType::f32,
+                  "sgd_update_all: needs f32 tensors");
+  }
+  for (const SgdTensors& p : parameters) {
+    float* w = p.weight->elements<float>();
+    const float* g = p.grad->elements<float>();
+    float* v = p.velocity->elements<float>();
+    for (std::int64_t at = 0; at < p.weight->numel(); at += kSgdPiece) {
+      pieces.push_back({w + at, g + at, v + at, std::min(kSgdPiece, p.weight->numel() - at), p.weight_decay});
+    }
+  }
+  return pieces;
+}
+
 // Best of several runs of a square sgemm large enough to be compute-bound (2 * n^3 flops each).
 double measure_sgemm_gflops() {
   constexpr dnnl_dim_t n = 1536;
@@ -164,17 +197,23 @@ class OneDnnBackend final : public Backend {
     float* py = y.elements<float>();
     for_each_element(y.numel(), [&](std::int64_t i) { py[i] = alpha * px[i] + beta * py[i]; });
   }
-  void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& h) override {
-    check_same_layout(weight, grad, "sgd_update");
-    check_same_layout(weight, velocity, "sgd_update");
-    float* w = weight.elements<float>();
-    const float* g = grad.elements<float>();
-    float* v = velocity.elements<float>();
-    for_each_element(weight.numel(), [&](std::int64_t i) {
-      const float decayed = g[i] + h.weight_decay * w[i];
-      v[i] = h.momentum * v[i] + decayed;
-      w[i] -= h.learning_rate * (h.nesterov ? decayed + h.momentum * v[i] : v[i]);
-    });
+  void sgd_update_all(std::span<const SgdTensors> parameters, const SgdHyper& h) override {
+    const std::vector<SgdPiece> pieces = sgd_pieces(parameters);
+    std::int64_t total = 0;
+    for (const SgdPiece& piece : pieces) total += piece.count;
+    // One parallel region for all parameters (not one per large parameter), when there is enough work.
+    const auto count = static_cast<std::int64_t>(pieces.size());
+    for_each_element(
+        count,
+        [&](std::int64_t k) {
+          const SgdPiece& p = pieces[static_cast<std::size_t>(k)];
+          for (std::int64_t i = 0; i < p.count; ++i) {
+            const float decayed = p.g[i] + p.weight_decay * p.w[i];
+            p.v[i] = h.momentum * p.v[i] + decayed;
+            p.w[i] -= h.learning_rate * (h.nesterov ? decayed + h.momentum * p.v[i] : p.v[i]);
+          }
+        },
+        total >= kParallelElements ? 1 : count + 1);
   }
 
   bool scale_and_check_finite(std::span<Tensor* const> tensors, float factor) override {

@@ -11,6 +11,7 @@
 #include "dptrain/backend/cuda/layout_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
+#include "dptrain/backend/cuda/sgd_table.hpp"
 #include "dptrain/backend/cuda/streams.hpp"
 
 namespace dptrain::cuda {
@@ -177,14 +178,8 @@ class CudaBackend final : public Backend {
     check_same(x, y, "axpby");
     kernels::axpby(alpha, x.raw(), beta, y.raw(), y.dtype(), y.numel(), ctx_->stream());
   }
-  void sgd_update(Tensor& weight, const Tensor& grad, Tensor& velocity, const SgdHyper& h) override {
-    check_float(weight, "sgd_update");
-    check_float(grad, "sgd_update");
-    check_float(velocity, "sgd_update");
-    check_same(weight, grad, "sgd_update");
-    check_same(weight, velocity, "sgd_update");
-    kernels::sgd_update(device_floats(weight), device_floats(grad), device_floats(velocity), weight.numel(),
-                        h.learning_rate, h.momentum, h.weight_decay, h.nesterov, ctx_->stream());
+  void sgd_update_all(std::span<const SgdTensors> parameters, const SgdHyper& hyper) override {
+    sgd_table_.update(*ctx_, parameters, hyper);
   }
 
   bool scale_and_check_finite(std::span<Tensor* const> tensors, float factor) override {
@@ -253,6 +248,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<TimeMark> time_mark() override { return std::make_unique<CudaTimeMark>(ctx_->stream()); }
 
   CudaContext& context() { return *ctx_; }
+  std::int64_t sgd_table_builds() const { return sgd_table_.builds(); }
 
  private:
   // y = a + b, and max(., 0) with `relu` (the residual join with its ReLU fused, one pass).
@@ -314,6 +310,7 @@ class CudaBackend final : public Backend {
   Precision precision_;
   std::string fingerprint_;  // what the algorithm choices are valid for (tuning_fingerprint)
   Tensor nonfinite_;         // the overflow flag of scale_and_check_finite
+  SgdTable sgd_table_;       // sgd_update_all's device table, kept while the parameter list is the same
 };
 
 CudaBackend& as_cuda(Backend& backend) {
@@ -324,6 +321,7 @@ CudaBackend& as_cuda(Backend& backend) {
 }  // namespace
 
 MemoryStats memory_stats(Backend& backend) { return as_cuda(backend).context().allocator().stats(); }
+std::int64_t sgd_table_builds(Backend& backend) { return as_cuda(backend).sgd_table_builds(); }
 
 }  // namespace dptrain::cuda
 

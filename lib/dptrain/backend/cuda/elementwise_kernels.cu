@@ -85,16 +85,6 @@ struct ReluBackward {
     store<T, V>(dx + at, grad);
   }
 };
-// The CPU backend's formula: g' = g + wd w; v = m v + g'; w -= lr (nesterov ? g' + m v : v).
-__global__ void sgd_kernel(float* w, const float* g, float* v, std::int64_t n, float lr, float m, float wd,
-                           bool nesterov) {
-  DPTRAIN_GRID_STRIDE(i, n) {
-    const float decayed = g[i] + wd * w[i];
-    const float velocity = m * v[i] + decayed;
-    v[i] = velocity;
-    w[i] -= lr * (nesterov ? decayed + m * velocity : velocity);
-  }
-}
 __global__ void broadcast_rows_kernel(const float* bias, float* y, std::int64_t rows, std::int64_t cols) {
   DPTRAIN_GRID_STRIDE(i, rows * cols) y[i] = bias[i % cols];
 }
@@ -203,14 +193,6 @@ void axpby(float alpha, const void* x, float beta, void* y, DType type, std::int
     using T = decltype(element);
     launch_map<T>(n, {x, y}, Axpby<T>{alpha, typed<T>(x), beta, typed<T>(y)}, stream);
   });
-}
-
-void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate, float momentum,
-                float weight_decay, bool nesterov, cudaStream_t stream) {
-  if (n == 0) return;
-  sgd_kernel<<<grid_for(n), kThreads, 0, stream>>>(weight, grad, velocity, n, learning_rate, momentum, weight_decay,
-                                                   nesterov);
-  DPTRAIN_CHECK_LAUNCH();
 }
 
 void relu_forward(const void* x, void* y, DType type, std::int64_t n, cudaStream_t stream) {

@@ -20,8 +20,6 @@ void fill(void* y, DType type, std::int64_t n, float value, cudaStream_t stream)
 void add(const void* a, const void* b, void* y, DType type, std::int64_t n, bool relu, cudaStream_t stream);
 void axpby(float alpha, const float* x, float beta, float* y, std::int64_t n, cudaStream_t stream);
 void axpby(float alpha, const void* x, float beta, void* y, DType type, std::int64_t n, cudaStream_t stream);
-void sgd_update(float* weight, const float* grad, float* velocity, std::int64_t n, float learning_rate, float momentum,
-                float weight_decay, bool nesterov, cudaStream_t stream);
 void relu_forward(const void* x, void* y, DType type, std::int64_t n, cudaStream_t stream);
 void relu_backward(const void* y, const void* dy, void* dx, DType type, std::int64_t n, cudaStream_t stream);
 // y[r, c] = bias[c] for every row r of a row-major [rows, cols] matrix.
