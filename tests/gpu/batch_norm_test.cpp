@@ -80,7 +80,7 @@ void check_batch_norm(const Shape& input, float low = -2.f, float high = 3.f) {
         Tensor dx = activation(be, input), dscale = be.allocate(channel), dshift = be.allocate(channel);
         Tensor inference = activation(be, input);
         plan->forward_training(X, S, B, y, mean, variance);
-        plan->backward(X, DY, S, B, mean, variance, dx, dscale, dshift);
+        plan->backward(X, y, DY, S, B, mean, variance, dx, dscale, dshift);
         plan->forward_inference(X, S, B, RM, RV, inference);
         return gpu_testing::to_host(be, {&y, &mean, &variance, &dx, &dscale, &dshift, &inference});
       },
@@ -119,7 +119,7 @@ double milliseconds_per_pass(Backend& be, const Shape& input) {
   Tensor dscale = be.allocate(channel), dshift = be.allocate(channel);
   const auto pass = [&] {
     plan->forward_training(x, scale, shift, y, mean, variance);
-    plan->backward(x, dy, scale, shift, mean, variance, dx, dscale, dshift);
+    plan->backward(x, y, dy, scale, shift, mean, variance, dx, dscale, dshift);
   };
   pass();  // the first call allocates the scratch
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
@@ -621,7 +621,7 @@ TEST_CASE("batch normalization: our kernels give the same bits at every run", "[
         Tensor y = activation(*be, input), mean = be->allocate(channel), variance = be->allocate(channel);
         Tensor dx = activation(*be, input), dscale = be->allocate(channel), dshift = be->allocate(channel);
         plan->forward_training(x, scale, shift, y, mean, variance);
-        plan->backward(x, dy, scale, shift, mean, variance, dx, dscale, dshift);
+        plan->backward(x, y, dy, scale, shift, mean, variance, dx, dscale, dshift);
         return gpu_testing::to_host(*be, {&y, &mean, &variance, &dx, &dscale, &dshift});
       };
       check_same_bits(run(), run(),

@@ -204,7 +204,7 @@ std::vector<Tensor> run_stem(Backend& be, const Inputs& in) {
   relu->backward(b, db, db);
   Tensor dscale = be.allocate(Shape{64}), dshift = be.allocate(Shape{64});
   Tensor& dc = b;
-  norm->backward(c, db, scale, shift, mean, variance, dc, dscale, dshift);
+  norm->backward(c, b, db, scale, shift, mean, variance, dc, dscale, dshift);
   Tensor dx = activation(be, stem.convolution.input), dw = be.allocate(stem.weight);
   convolution->backward_data(dc, w, dx);
   convolution->backward_weights(x, dc, dw, no_bias);

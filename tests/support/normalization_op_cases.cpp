@@ -41,6 +41,8 @@ struct BatchNormShape {
   float epsilon;
   float momentum;
   bool fuse_relu = false;  // the layer applies a ReLU to its output (BatchNorm::fuse_relu)
+  // and does its backward too (BatchNorm::fuse_relu_backward): it gets the ReLU's output gradient.
+  bool fuse_relu_backward = false;
 };
 
 // Forward with the batch's statistics, the running averages it moves, and the backward.
@@ -48,12 +50,17 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
   OpCase c;
   c.op = "batch_norm";
   c.name = "training, " + s.shape.to_string() + ", epsilon " + std::to_string(s.epsilon) + ", momentum " +
-           std::to_string(s.momentum) + (s.fuse_relu ? ", fused ReLU" : "");
+           std::to_string(s.momentum) + (s.fuse_relu ? ", fused ReLU" : "") +
+           (s.fuse_relu_backward ? " and its backward" : "");
   c.inputs = {s.shape};
   c.output = s.shape;
   c.make_layer = [s] { return std::make_unique<BatchNorm>("bn1", s.epsilon, s.momentum); };
   c.prepare = [s, seed](Layer& layer, Backend& backend) {
     if (s.fuse_relu) REQUIRE(layer.fuse_relu());
+    if (s.fuse_relu_backward) {
+      REQUIRE(layer.can_fuse_relu_backward());
+      layer.fuse_relu_backward();
+    }
     write_scale_and_shift(layer, backend, seed, 1.f);
     BatchNorm& bn = as_batch_norm(layer);
     const Shape channels = bn.running_mean().shape();
@@ -68,7 +75,12 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
     BatchNorm& bn = as_batch_norm(layer);
     const auto x = to_double(in.inputs[0]), scale = to_double(bn.scale().value);
     auto forward = reference::batch_norm_training(x, s.shape, scale, to_double(bn.shift().value), s.epsilon);
-    auto grads = reference::batch_norm_backward(x, to_double(in.doutput), s.shape, scale, s.epsilon);
+    // A fused ReLU's backward masks the gradient by the output first (y > 0, before or after the ReLU).
+    std::vector<double> dy = to_double(in.doutput);
+    if (s.fuse_relu_backward) {
+      for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = forward.y[i] > 0 ? dy[i] : 0;
+    }
+    auto grads = reference::batch_norm_backward(x, dy, s.shape, scale, s.epsilon);
     // running = (1 - momentum) running + momentum batch, the variance unbiased by n / (n - 1).
     const double count = static_cast<double>(s.shape[0] * s.shape[2] * s.shape[3]), m = s.momentum;
     std::vector<double> mean = to_double(bn.running_mean()), variance = to_double(bn.running_variance());
@@ -76,8 +88,8 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
       mean[i] = (1 - m) * mean[i] + m * forward.mean[i];
       variance[i] = (1 - m) * variance[i] + m * forward.variance[i] * count / (count - 1);
     }
-    // A fused ReLU acts on the output only: the backward is the normalisation's (in a net, the ReLU's
-    // own backward masks the gradient before it reaches the layer).
+    // A fused ReLU acts on the output; unless its backward is fused too, the backward is the
+    // normalisation's (in a net, the ReLU's own backward masks the gradient before it reaches the layer).
     if (s.fuse_relu) {
       for (double& y : forward.y) y = y > 0 ? y : 0;
     }
@@ -220,13 +232,15 @@ OpCase softmax_cross_entropy_case(const SoftmaxParameters& p, std::uint64_t seed
 std::vector<OpCase> batch_norm_cases() {
   // Odd sizes, one sample, 1x1 spatial, a large epsilon, momentum 1.
   const BatchNormShape shapes[] = {
-      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f},        // odd everything
-      {Shape{1, 6, 5, 3}, 1e-5f, 0.1f},        // one sample: statistics over H and W only
-      {Shape{4, 3, 1, 1}, 1e-5f, 0.1f},        // 1x1 spatial (after global pooling): n/(n-1) = 4/3 matters
-      {Shape{2, 8, 4, 4}, 1e-3f, 0.3f},        // epsilon large enough to show in the output
-      {Shape{5, 2, 3, 1}, 1e-5f, 1.0f},        // momentum 1: the running averages become the batch's
-      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f, true},  // a fused ReLU, odd everything
-      {Shape{2, 8, 4, 4}, 1e-3f, 0.3f, true},  // a fused ReLU on a plane of 16 (vector loads on a GPU)
+      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f},               // odd everything
+      {Shape{1, 6, 5, 3}, 1e-5f, 0.1f},               // one sample: statistics over H and W only
+      {Shape{4, 3, 1, 1}, 1e-5f, 0.1f},               // 1x1 spatial (after global pooling): n/(n-1) = 4/3 matters
+      {Shape{2, 8, 4, 4}, 1e-3f, 0.3f},               // epsilon large enough to show in the output
+      {Shape{5, 2, 3, 1}, 1e-5f, 1.0f},               // momentum 1: the running averages become the batch's
+      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f, true},         // a fused ReLU, odd everything
+      {Shape{2, 8, 4, 4}, 1e-3f, 0.3f, true},         // a fused ReLU on a plane of 16 (vector loads on a GPU)
+      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f, true, true},   // the ReLU's backward fused too
+      {Shape{4, 16, 6, 6}, 1e-3f, 0.2f, true, true},  // and on 16 channels (blocked on the CPU)
   };
   std::vector<OpCase> cases;
   std::uint64_t seed = 1000;

@@ -59,7 +59,9 @@ class BatchNormPlan {
   virtual void forward_inference(const Tensor& x, const Tensor& scale, const Tensor& shift, const Tensor& mean,
                                  const Tensor& variance, Tensor& y) = 0;
   // `shift` is not read by the math, but oneDNN 2.x requires it whenever the forward pass used one.
-  virtual void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& shift,
+  // `y` is the training forward's output, read only with BatchNormSpec::fuse_relu_backward: `dy` is
+  // then the fused ReLU's output gradient, masked here by y > 0.
+  virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& scale, const Tensor& shift,
                         const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
                         Tensor& dshift) = 0;
 };

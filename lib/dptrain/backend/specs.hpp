@@ -47,8 +47,11 @@ struct BatchNormSpec {
   Shape input;  // N, C, H, W; statistics per channel over N, H, W
   float epsilon = 1e-5f;
   // y = max(0, batch norm of x) in the forward passes: a ReLU in place on the output, applied in the
-  // same pass (its backward stays the ReLU's, from the output).
+  // same pass.
   bool fuse_relu = false;
+  // With fuse_relu: the ReLU's backward too, in the normalisation's backward (which then gets the
+  // ReLU's output gradient and masks it by y > 0 before its sums) instead of a pass of its own.
+  bool fuse_relu_backward = false;
   std::string who = "batch_norm";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 

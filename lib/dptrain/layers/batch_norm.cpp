@@ -43,7 +43,7 @@ void BatchNorm::forward(const PassContext& ctx, std::span<const Tensor* const> i
   backend_->axpby(momentum_ * unbiased, batch_variance_, 1.f - momentum_, running_variance());
 }
 
-void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor&, const Tensor& doutput,
+void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor& output, const Tensor& doutput,
                          std::span<Tensor* const> dinputs) {
   check_input(*inputs[0], spec_.input, 0);
   // oneDNN always computes the input gradient; when nobody wants it, it lands in a scratch tensor.
@@ -54,8 +54,8 @@ void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor&, c
     }
     dx = &unused_dx_;
   }
-  plan_->backward(*inputs[0], doutput, scale().value, shift().value, batch_mean_, batch_variance_, *dx, scale().grad,
-                  shift().grad);
+  plan_->backward(*inputs[0], output, doutput, scale().value, shift().value, batch_mean_, batch_variance_, *dx,
+                  scale().grad, shift().grad);
 }
 
 bool BatchNorm::fuse_relu() {
@@ -64,6 +64,14 @@ bool BatchNorm::fuse_relu() {
     plan_ = backend_->make_batch_norm(spec_);
   }
   return true;
+}
+
+void BatchNorm::fuse_relu_backward() {
+  DPTRAIN_CHECK(spec_.fuse_relu, who(), ": a ReLU's backward is fused only after its forward");
+  if (!spec_.fuse_relu_backward) {
+    spec_.fuse_relu_backward = true;
+    plan_ = backend_->make_batch_norm(spec_);
+  }
 }
 
 void BatchNorm::initialize(std::uint64_t) {

@@ -19,9 +19,11 @@ class BatchNorm final : public Layer {
   std::span<Parameter> parameters() override { return params_; }
   std::span<Buffer> buffers() override { return buffers_; }
   void initialize(std::uint64_t seed) override;
-  // A ReLU in place on the output is applied in the normalisation's own pass (its backward is unchanged:
-  // the normalisation's backward reads its input and the ReLU's input gradient, never its output).
+  // A ReLU in place on the output is applied in the normalisation's own pass, and its backward in the
+  // normalisation's backward (which then reads the output for the ReLU's mask).
   bool fuse_relu() override;
+  bool can_fuse_relu_backward() const override { return true; }
+  void fuse_relu_backward() override;
 
   Parameter& scale() { return params_.at(0); }
   Parameter& shift() { return params_.at(1); }

@@ -65,6 +65,11 @@ class Layer {
   // Asks the layer to apply a ReLU to its output in its own forward pass, because a ReLU runs in place
   // on that output and can then skip its forward; returns whether it will.
   virtual bool fuse_relu() { return false; }
+  // Whether the layer can also do such a ReLU's backward in its own (taking the ReLU's output gradient
+  // and masking it by its output), so that the ReLU skips its backward too; and the request to, made
+  // after fuse_relu() returned true (the memory planner then keeps the output until this backward).
+  virtual bool can_fuse_relu_backward() const { return false; }
+  virtual void fuse_relu_backward() {}
 
   virtual std::span<Parameter> parameters() { return {}; }
   virtual std::span<Buffer> buffers() { return {}; }

@@ -78,6 +78,7 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
   plan.gradient_of_.assign(nodes.size(), -1);
   plan.scratch_of_.resize(nodes.size());
   plan.in_place_.assign(nodes.size(), false);
+  plan.backward_by_producer_.assign(nodes.size(), false);
   const bool training = purpose == NetPurpose::training;
   const auto consumers = consumers_of(nodes);
   auto& tensors = plan.tensors_;
@@ -129,6 +130,12 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
       continue;
     plan.in_place_[static_cast<std::size_t>(r)] = true;
     tensors[static_cast<std::size_t>(plan.output_of(r))].storage = tensors[static_cast<std::size_t>(from)].storage;
+    // Its backward in the producer's: the output (the producer's memory) is read there, later.
+    if (training && node.backward_by_producer) {
+      plan.backward_by_producer_[static_cast<std::size_t>(r)] = true;
+      auto& out = tensors[static_cast<std::size_t>(plan.output_of(r))];
+      out.last = std::max(out.last, plan.backward_step(p));
+    }
   }
 
   if (training) {
@@ -220,14 +227,31 @@ std::vector<Call> schedule(std::span<const PlanNode> nodes, const MemoryPlan& pl
   }
   if (plan.purpose() != NetPurpose::training) return calls;
   std::vector<bool> written(nodes.size(), false);
+  // A node whose backward its producer does: the producer's backward reads that node's output and
+  // gradient (its own memory, in place) instead of its own gradient.
+  std::vector<int> fused_into(nodes.size(), -1);
+  for (int r = 0; r < n; ++r) {
+    if (plan.backward_by_producer(r))
+      fused_into[static_cast<std::size_t>(nodes[static_cast<std::size_t>(r)].inputs[0])] = r;
+  }
   for (int i = n; i-- > 0;) {
     const PlanNode& node = nodes[static_cast<std::size_t>(i)];
     if (!node.runs || node.inputs.empty()) continue;
+    if (plan.backward_by_producer(i)) {
+      const int grad = plan.gradient_of(i);
+      if (grad >= 0 && !written[static_cast<std::size_t>(i)]) {
+        calls.push_back(Call{"backward of node " + std::to_string(i) + " (zero fill)", {}, {grad}, {}});
+      }
+      written[static_cast<std::size_t>(node.inputs[0])] = true;  // the producer's gradient is this one's memory
+      continue;
+    }
     const std::string who = "backward of node " + std::to_string(i);
-    const int grad = plan.gradient_of(i);
+    const int fused = fused_into[static_cast<std::size_t>(i)];
+    const int grad = fused >= 0 ? plan.gradient_of(fused) : plan.gradient_of(i);
     if (grad >= 0 && !written[static_cast<std::size_t>(i)]) calls.push_back(Call{who + " (zero fill)", {}, {grad}, {}});
     Call c{who, {}, {}, {}};
     push_if(c.reads, grad);
+    if (fused >= 0) push_if(c.reads, plan.output_of(fused));
     if (node.backward_reads_output) push_if(c.reads, plan.output_of(i));
     std::vector<Call> sums;
     for (std::size_t k = 0; k < node.inputs.size(); ++k) {

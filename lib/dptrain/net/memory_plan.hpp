@@ -43,6 +43,9 @@ struct PlanNode {
   bool backward_reads_output = false;
   std::vector<bool> backward_reads_input;  // per input
   bool in_place = false;  // forward may write over input 0, backward the input gradient over the output's
+  // When in place: its backward may be done by its input 0's producer, inside that producer's own
+  // backward (a ReLU fused into batch norm's), which then reads this node's output and gradient.
+  bool backward_by_producer = false;
 };
 
 class MemoryPlan {
@@ -71,6 +74,9 @@ class MemoryPlan {
   int scratch_of(int consumer, std::size_t input) const;
   // Whether the node's output (and gradient) is its input 0's memory.
   bool in_place(int node) const { return in_place_[static_cast<std::size_t>(node)]; }
+  // Whether the node (in place, PlanNode::backward_by_producer) has its backward done by its input 0's
+  // producer: its output then lives until that producer's backward.
+  bool backward_by_producer(int node) const { return backward_by_producer_[static_cast<std::size_t>(node)]; }
 
   NetPurpose purpose() const { return purpose_; }
   std::size_t arena_bytes() const { return arena_bytes_; }
@@ -86,7 +92,7 @@ class MemoryPlan {
   std::vector<Tensor> tensors_;
   std::vector<int> output_of_, gradient_of_;
   std::vector<std::vector<int>> scratch_of_;  // per consumer, per input
-  std::vector<bool> in_place_;
+  std::vector<bool> in_place_, backward_by_producer_;
   std::size_t arena_bytes_ = 0, unplanned_bytes_ = 0, alignment_ = 256;
 };
 

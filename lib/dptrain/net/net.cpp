@@ -1,6 +1,7 @@
 #include "dptrain/net/net.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 #include "dptrain/layers/softmax_cross_entropy.hpp"
 
@@ -59,6 +60,13 @@ void Net::backward() {
   std::vector<std::size_t> to_sum;
   for (std::size_t i = nodes_.size(); i-- > 2;) {
     Node& node = nodes_[i];
+    if (node.backward_fused) {
+      // Its producer's backward masks this gradient by its output (the same memory, in place): nothing
+      // runs here, and the producer's gradient is this node's, complete.
+      if (!written[i]) backend_->fill(node.grad, 0.f);  // a branch no loss reads
+      written[static_cast<std::size_t>(node.inputs[0])] = true;
+      continue;
+    }
     for (StepHooks* hooks : step_hooks_) hooks->layer_starting(i, true);
     if (!node.is_loss && !written[i]) backend_->fill(node.grad, 0.f);  // a branch no loss reads
     in.clear();
@@ -177,6 +185,11 @@ std::vector<PlanNode> Net::plan_nodes_for(NetPurpose purpose, DType activation) 
     for (std::size_t k = 0; k < node.inputs.size(); ++k)
       p.backward_reads_input.push_back(node.layer->backward_reads_input(k));
     p.in_place = node.layer->runs_in_place();
+    // A ReLU after a layer that can do its backward (batch norm): fused when the planner runs it in place.
+    if (std::string_view(node.layer->kind()) == "relu" && !node.inputs.empty()) {
+      const Node& producer = nodes_[static_cast<std::size_t>(node.inputs[0])];
+      p.backward_by_producer = producer.layer != nullptr && producer.layer->can_fuse_relu_backward();
+    }
   }
   return out;
 }

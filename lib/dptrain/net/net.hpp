@@ -71,8 +71,9 @@ class Net {
     int consumers = 0;  // how many layer inputs read this node
     bool needs_grad = false;
     bool is_loss = false;
-    bool training_only = false;  // an auxiliary head: skipped when not training
-    bool forward_fused = false;  // a ReLU whose producer applies it (its forward is skipped)
+    bool training_only = false;   // an auxiliary head: skipped when not training
+    bool forward_fused = false;   // a ReLU whose producer applies it (its forward is skipped)
+    bool backward_fused = false;  // and whose producer's backward does its backward (skipped too)
   };
   const std::vector<Node>& nodes() const { return nodes_; }
   Backend& backend() { return *backend_; }

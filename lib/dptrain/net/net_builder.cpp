@@ -80,13 +80,20 @@ std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
   for (std::size_t i = 2; i < nodes.size(); ++i) nodes[i].needs_grad = training && !nodes[i].is_loss;
   if (!memory.allocate) return std::move(net_);  // an estimate: the plan without its memory
   // A ReLU in place on a convolution's, a batch norm's or a sum's output is applied by that layer
-  // itself (one pass over the output instead of two); the ReLU's backward still runs, from the fused
-  // output.
+  // itself (one pass over the output instead of two). Its backward runs from the fused output, or, where
+  // the planner kept that output for it (MemoryPlan::backward_by_producer: batch norm), inside the
+  // producer's backward.
   for (std::size_t i = 2; i < nodes.size() && memory.plan; ++i) {
     auto& node = nodes[i];
     if (!plan.in_place(static_cast<int>(i)) || std::string_view(node.layer->kind()) != "relu") continue;
     auto& producer = nodes[static_cast<std::size_t>(node.inputs[0])];
     node.forward_fused = producer.layer != nullptr && producer.layer->fuse_relu();
+    if (plan.backward_by_producer(static_cast<int>(i))) {
+      DPTRAIN_CHECK(node.forward_fused, "the memory plan fuses the backward of node ", i,
+                    " into its producer, which does not apply its forward");
+      producer.layer->fuse_relu_backward();
+      node.backward_fused = true;
+    }
   }
   // Images are an activation (the first layer reads them), in the layout the backend's input path
   // writes (Backend::allocate_input).

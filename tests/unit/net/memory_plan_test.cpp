@@ -154,7 +154,7 @@ TEST_CASE("planned nets train bit-identically to one buffer per tensor", "[net][
   };
   // GoogLeNet with its two auxiliary heads: tensors read by several layers, concat, LRN, dropout.
   // ResNet-50: batch norm and the residual add with a fused ReLU (oneDNN's fuse_norm_relu, the sum's own
-  // loop) against batch norm or add, then ReLU.
+  // loop), and batch norm with the ReLU's backward too, against batch norm or add, then ReLU.
   for (const Case& c :
        {Case{"lenet", 8, 4}, Case{"inception-mini", 4, 3}, Case{"googlenet", 2, 1}, Case{"resnet50", 2, 2}}) {
     DYNAMIC_SECTION(c.model) {
@@ -172,6 +172,15 @@ TEST_CASE("planned nets train bit-identically to one buffer per tensor", "[net][
       if (c.model == "googlenet") CHECK(fused > 50);
       // ResNet-50's ReLUs: the stem's and two per bottleneck follow batch norms, the third the add.
       if (c.model == "resnet50") CHECK(fused == 1 + 3 * 16);
+      // Those after batch norms have their backward done by it (the mask of oneDNN's fused backward).
+      int backward_fused = 0;
+      for (const auto& node : planned->nodes()) {
+        backward_fused += node.backward_fused;
+        if (node.backward_fused) CHECK(node.forward_fused);
+      }
+      for (const auto& node : unplanned->nodes()) CHECK_FALSE(node.backward_fused);
+      if (c.model == "resnet50") CHECK(backward_fused == 1 + 2 * 16);
+      if (c.model == "googlenet") CHECK(backward_fused == 0);  // no batch norm
       // ResNet-50's residual sums are written over their branch, and share its gradient.
       int sums_in_place = 0;
       for (std::size_t i = 0; i < planned->nodes().size(); ++i) {

@@ -57,6 +57,9 @@ TEST_CASE("the layer profile times every layer's passes and adds up to at most t
       if (node.layer) ++layers_of_kind[node.layer->kind()];
     }
     std::size_t timed = 0;
+    int backward_fused = 0;
+    for (const Net::Node& node : run.net->nodes()) backward_fused += node.backward_fused;
+    if (model == "inception-mini") CHECK(backward_fused > 0);  // its ReLUs after batch norms
     for (const LayerTime& t : profile.layers) {
       INFO(t.name);
       const Net::Node& node = run.net->nodes().at(t.node);
@@ -66,7 +69,8 @@ TEST_CASE("the layer profile times every layer's passes and adds up to at most t
       CHECK(t.output == node.shape);
       CHECK(t.forward_ms >= 0);
       CHECK(t.backward_ms >= 0);
-      if (node.forward_fused) CHECK(t.forward_ms == 0);  // its producer applies it: no forward of its own
+      if (node.forward_fused) CHECK(t.forward_ms == 0);    // its producer applies it: no forward of its own
+      if (node.backward_fused) CHECK(t.backward_ms == 0);  // nor a backward
       ++timed;
     }
     CHECK(timed == run.net->nodes().size() - 2);  // every layer: all nodes but the images and labels

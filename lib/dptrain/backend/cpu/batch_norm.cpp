@@ -2,9 +2,10 @@
 // and shift (beta) tensors. Running averages are the layer's business, not the backend's.
 //
 // With a fused ReLU the forward passes run with oneDNN's fuse_norm_relu (one pass over the output
-// instead of two). Its training forward writes a mask into a workspace that a fused backward would
-// read; the backward here stays unfused (the ReLU's own backward masks the gradient first), so it is
-// made from an unfused training forward's descriptor and the mask is scratch.
+// instead of two). Its training forward writes a mask into a workspace. With the ReLU's backward fused
+// too (BatchNormSpec::fuse_relu_backward) the backward is oneDNN's fused one, which reads that mask
+// and the ReLU's output gradient; otherwise the backward stays unfused (the ReLU's own backward masks
+// the gradient first), made from an unfused training forward's descriptor, and the mask is scratch.
 #include "dptrain/backend/cpu/plans.hpp"
 
 namespace dptrain::cpu {
@@ -33,15 +34,18 @@ class OneDnnBatchNorm final : public BatchNormPlan {
       auto fused_pd = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::primitive_desc(fused, ctx_->engine));
       train_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward(fused_pd));
       relu_mask_ = Workspace(fused_pd.workspace_desc());
+      if (spec.fuse_relu_backward) train_pd_ = fused_pd;  // the backward below is made from it, fused
     } else {
+      DPTRAIN_CHECK(!spec.fuse_relu_backward, spec.who, ": the ReLU's backward is fused only with its forward");
       train_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward(train_pd_));
     }
     auto infer = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_forward::desc(
         dnnl::prop_kind::forward_inference, x_desc_, spec.epsilon, scale_shift | flags::use_global_stats | relu));
     infer_ = DPTRAIN_DNNL_CHECK(
         dnnl::batch_normalization_forward(dnnl::batch_normalization_forward::primitive_desc(infer, ctx_->engine)));
+    const auto backward_relu = spec.fuse_relu_backward ? flags::fuse_norm_relu : flags::none;
     auto bwd = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_backward::desc(dnnl::prop_kind::backward, x_desc_, x_desc_,
-                                                                           spec.epsilon, scale_shift));
+                                                                           spec.epsilon, scale_shift | backward_relu));
     bwd_ = DPTRAIN_DNNL_CHECK(dnnl::batch_normalization_backward(
         dnnl::batch_normalization_backward::primitive_desc(bwd, ctx_->engine, train_pd_)));
   }
@@ -77,21 +81,25 @@ class OneDnnBatchNorm final : public BatchNormPlan {
     y_.finish_output(*ctx_, y);
   }
 
-  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& shift, const Tensor& batch_mean,
-                const Tensor& batch_variance, Tensor& dx, Tensor& dscale, Tensor& dshift) override {
+  // With fuse_relu_backward oneDNN masks dy by the workspace its training forward wrote (y > 0), so
+  // `y` itself is not read.
+  void backward(const Tensor& x, const Tensor& /*y*/, const Tensor& dy, const Tensor& scale, const Tensor& shift,
+                const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
+                Tensor& dshift) override {
     check_data(x, "input");
     check_data(dy, "output gradient");
     check_data(dx, "input gradient");
-    run(*ctx_, bwd_,
-        {{DNNL_ARG_SRC, x_.input(*ctx_, x)},
-         {DNNL_ARG_DIFF_DST, dy_.input(*ctx_, dy)},
-         {DNNL_ARG_SCALE, channel(scale, "scale")},
-         {DNNL_ARG_SHIFT, channel(shift, "shift")},
-         {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
-         {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")},
-         {DNNL_ARG_DIFF_SRC, y_.output(*ctx_, dx)},
-         {DNNL_ARG_DIFF_SCALE, channel(dscale, "scale gradient")},
-         {DNNL_ARG_DIFF_SHIFT, channel(dshift, "shift gradient")}});
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, x_.input(*ctx_, x)},
+                                               {DNNL_ARG_DIFF_DST, dy_.input(*ctx_, dy)},
+                                               {DNNL_ARG_SCALE, channel(scale, "scale")},
+                                               {DNNL_ARG_SHIFT, channel(shift, "shift")},
+                                               {DNNL_ARG_MEAN, channel(batch_mean, "batch mean")},
+                                               {DNNL_ARG_VARIANCE, channel(batch_variance, "batch variance")},
+                                               {DNNL_ARG_DIFF_SRC, y_.output(*ctx_, dx)},
+                                               {DNNL_ARG_DIFF_SCALE, channel(dscale, "scale gradient")},
+                                               {DNNL_ARG_DIFF_SHIFT, channel(dshift, "shift gradient")}};
+    if (spec_.fuse_relu_backward) relu_mask_.add_to(*ctx_, args);
+    run(*ctx_, bwd_, args);
     y_.finish_output(*ctx_, dx);
   }
 
@@ -107,8 +115,8 @@ class OneDnnBatchNorm final : public BatchNormPlan {
   Shape channel_;
   dnnl::memory::desc x_desc_, c_desc_;
   Slot x_, y_, dy_;                                             // y_ also carries the input gradient
-  dnnl::batch_normalization_forward::primitive_desc train_pd_;  // unfused: what the backward is made from
-  Workspace relu_mask_;  // fused ReLU: the mask oneDNN's training forward writes (unread here)
+  dnnl::batch_normalization_forward::primitive_desc train_pd_;  // what the backward is made from
+  Workspace relu_mask_;  // fused ReLU: the mask oneDNN's training forward writes (read by a fused backward)
   dnnl::primitive train_, infer_, bwd_;
 };
 }  // namespace

@@ -70,10 +70,11 @@ class CheckedBatchNorm : public BatchNormPlan {
     check_channel(mean, "running mean");
     check_channel(variance, "running variance");
   }
-  void check_backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& batch_mean,
+  void check_backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& scale, const Tensor& batch_mean,
                       const Tensor& batch_variance, const Tensor& dx, const Tensor& dscale,
                       const Tensor& dshift) const {
     check_data(x, "input");
+    if (spec_.fuse_relu_backward) check_data(y, "output");
     check_data(dy, "output gradient");
     check_data(dx, "input gradient");
     check_channel(scale, "scale");
@@ -116,14 +117,16 @@ class OwnBatchNorm final : public CheckedBatchNorm {
                                           spec_.epsilon, activation(), device_floats(workspace_), ctx_->stream());
   }
 
-  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
+  // A fused ReLU's backward (spec_.fuse_relu_backward) is the kernel's mask: g = y > 0 ? dy : 0.
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
                 const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
                 Tensor& dshift) override {
-    check_backward(x, dy, scale, batch_mean, batch_variance, dx, dscale, dshift);
+    check_backward(x, y, dy, scale, batch_mean, batch_variance, dx, dscale, dshift);
     DPTRAIN_CHECK(values_per_channel() > 0, spec_.who, ": input of shape ", spec_.input.to_string(),
                   " has no values per channel");
-    kernels::batch_norm_backward(x.raw(), dy.raw(), /*relu_output=*/nullptr, dx.raw(), /*masked_dy=*/nullptr, type_,
-                                 shape_, device_floats(scale), device_floats(batch_mean), device_floats(batch_variance),
+    const void* relu_output = spec_.fuse_relu_backward ? y.raw() : nullptr;
+    kernels::batch_norm_backward(x.raw(), dy.raw(), relu_output, dx.raw(), /*masked_dy=*/nullptr, type_, shape_,
+                                 device_floats(scale), device_floats(batch_mean), device_floats(batch_variance),
                                  spec_.epsilon, device_floats(dscale), device_floats(dshift), device_floats(workspace_),
                                  ctx_->stream());
   }
@@ -186,16 +189,24 @@ class CudnnBatchNorm final : public CheckedBatchNorm {
     fused_relu(y);
   }
 
-  void backward(const Tensor& x, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
+  // A fused ReLU's backward (spec_.fuse_relu_backward): our relu_backward masks dy into scratch first.
+  void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& scale, const Tensor& /*shift*/,
                 const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
                 Tensor& dshift) override {
-    check_backward(x, dy, scale, batch_mean, batch_variance, dx, dscale, dshift);
+    check_backward(x, y, dy, scale, batch_mean, batch_variance, dx, dscale, dshift);
+    Tensor masked;
+    const Tensor* gradient = &dy;
+    if (spec_.fuse_relu_backward) {
+      masked = ctx_->allocate_activation(spec_.input);
+      kernels::relu_backward(y.raw(), dy.raw(), masked.raw(), type_, dy.numel(), ctx_->stream());
+      gradient = &masked;
+    }
     kernels::inverse_std(device_floats(batch_variance), static_cast<float>(epsilon()), device_floats(inverse_std_),
                          channel_[0], ctx_->stream());
     const float one = 1.f, zero = 0.f;
     Tensor wide_x = scratch(), wide_dy = scratch(), wide_dx = scratch();
     const void* x_in = widened(x, wide_x);
-    const void* dy_in = widened(dy, wide_dy);
+    const void* dy_in = widened(*gradient, wide_dy);
     void* dx_out = output_of(dx, wide_dx);
     DPTRAIN_CUDNN_CHECK(cudnnBatchNormalizationBackward(
         ctx_->cudnn(), kMode, &one, &zero, &one, &zero, x_desc_, x_in, x_desc_, dy_in, x_desc_, dx_out, c_desc_,
