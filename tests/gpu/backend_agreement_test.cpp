@@ -72,6 +72,39 @@ TEST_CASE("convolution: CPU and GPU agree", "[gpu][convolution]") {
   check_convolution(spec);
 }
 
+// Where a later consumer adds its input gradient in (ConvolutionSpec::accumulate_input_gradient, cuDNN's
+// beta = 1), the result is the gradient already there plus this one: the CPU, which cannot, sums a
+// scratch into it as the net does there. The first call also runs cuDNN's search, which must not
+// write over the gradient already there.
+TEST_CASE("convolution: backward-data adds to the gradient already there where the backend can", "[gpu][convolution]") {
+  ConvolutionSpec spec;
+  spec.input = Shape{3, 6, 8, 8};
+  spec.out_channels = 10;
+  spec.window = Window2d::square(3, 1, 1);
+  spec.bias = false;
+  const Shape out = convolution_output_shape(spec, spec.who), weight = convolution_weight_shape(spec);
+  const Tensor w = random_tensor(weight, 21), dy = random_tensor(out, 22), prior = random_tensor(spec.input, 23);
+  bool accumulated = false;
+  expect_agreement_in_all_precisions(
+      [&](Backend& be) {
+        Tensor W = on(be, w), DY = on_activation(be, dy), dx = on_activation(be, prior);
+        ConvolutionSpec s = spec;
+        s.accumulate_input_gradient = be.accumulates_convolution_input_gradient();
+        auto plan = be.make_convolution(s);
+        if (s.accumulate_input_gradient) {
+          accumulated = true;
+          plan->backward_data(DY, W, dx);
+        } else {
+          Tensor scratch = activation(be, spec.input);
+          plan->backward_data(DY, W, scratch);
+          be.axpby(1.f, scratch, 1.f, dx);
+        }
+        return gpu_testing::to_host(be, {&dx});
+      },
+      {"input gradient"});
+  CHECK(accumulated);  // the CUDA backend did add in
+}
+
 void check_pooling(PoolingKind kind, Rounding rounding, Window2d window, Shape input) {
   PoolingSpec spec;
   spec.input = input;

@@ -179,6 +179,8 @@ class Backend {
   virtual Device device() const = 0;
   // The arithmetic of activations (allocate_activation's element type); parameters stay f32.
   virtual Precision precision() const { return Precision::fp32; }
+  // Whether convolution plans honour ConvolutionSpec::accumulate_input_gradient.
+  virtual bool accumulates_convolution_input_gradient() const { return false; }
 
   // make_<op> for every op of DPTRAIN_BACKEND_OPS.
 #define DPTRAIN_DECLARE_MAKE(name, Plan, params, args) virtual std::unique_ptr<Plan> make_##name params = 0;

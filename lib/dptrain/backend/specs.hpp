@@ -30,6 +30,10 @@ struct ConvolutionSpec {
   // Apply a ReLU to the output in the forward pass (oneDNN post-op; a kernel after cuDNN's): the net
   // asks for it when a ReLU runs in place on this output, and skips that ReLU's forward.
   bool fuse_relu = false;
+  // backward_data adds the input gradient to what dx holds (cuDNN's beta = 1) instead of writing it:
+  // the net asks for it where another consumer of the input wrote its gradient first. Only where
+  // Backend::accumulates_convolution_input_gradient() says so (oneDNN has no sum for backward data).
+  bool accumulate_input_gradient = false;
   std::string who = "convolution";  // how errors name the op: layers put "<kind> '<name>'" here
 };
 

@@ -46,6 +46,18 @@ bool Convolution::fuse_relu() {
   return true;
 }
 
+bool Convolution::can_accumulate_input_gradient(std::size_t input) const {
+  return input == 0 && backend_ != nullptr && backend_->accumulates_convolution_input_gradient();
+}
+
+void Convolution::accumulate_input_gradient(std::size_t input) {
+  DPTRAIN_CHECK(can_accumulate_input_gradient(input), who(), ": this backend cannot add into an input gradient");
+  if (!spec_.accumulate_input_gradient) {
+    spec_.accumulate_input_gradient = true;
+    plan_ = backend_->make_convolution(spec_);
+  }
+}
+
 void Convolution::initialize(std::uint64_t seed) {
   init_weights(*backend_, weight(), init_, spec_.input[1] * spec_.window.kernel_h * spec_.window.kernel_w, seed);
   if (spec_.bias) init_constant(*backend_, bias().value, 0.f);

@@ -19,6 +19,9 @@ class Convolution final : public Layer {
   void initialize(std::uint64_t seed) override;
   double flops_per_sample() const override;
   bool fuse_relu() override;
+  // Where the backend can (cuDNN): the input gradient added to another consumer's, no scratch.
+  bool can_accumulate_input_gradient(std::size_t input) const override;
+  void accumulate_input_gradient(std::size_t input) override;
 
   Parameter& weight() { return params_.at(0); }
   Parameter& bias() { return params_.at(1); }  // only when built with a bias

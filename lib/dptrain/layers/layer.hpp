@@ -70,6 +70,11 @@ class Layer {
   // after fuse_relu() returned true (the memory planner then keeps the output until this backward).
   virtual bool can_fuse_relu_backward() const { return false; }
   virtual void fuse_relu_backward() {}
+  // Whether the backward can add its gradient of an input to what that input's gradient holds
+  // (cuDNN's beta = 1) instead of overwriting it, and the request to, made once when the net is built
+  // for an input that another consumer's backward writes first: no scratch and no summing pass.
+  virtual bool can_accumulate_input_gradient(std::size_t /*input*/) const { return false; }
+  virtual void accumulate_input_gradient(std::size_t /*input*/) {}
 
   virtual std::span<Parameter> parameters() { return {}; }
   virtual std::span<Buffer> buffers() { return {}; }

@@ -66,6 +66,11 @@ int MemoryPlan::scratch_of(int consumer, std::size_t input) const {
   return input < slots.size() ? slots[input] : -1;
 }
 
+bool MemoryPlan::accumulates(int consumer, std::size_t input) const {
+  const auto& slots = accumulates_[static_cast<std::size_t>(consumer)];
+  return input < slots.size() && slots[input];
+}
+
 MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std::size_t alignment) {
   DPTRAIN_CHECK(alignment > 0 && (alignment & (alignment - 1)) == 0, "memory plan: alignment ", alignment,
                 " is not a power of two");
@@ -77,6 +82,7 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
   plan.output_of_.assign(nodes.size(), -1);
   plan.gradient_of_.assign(nodes.size(), -1);
   plan.scratch_of_.resize(nodes.size());
+  plan.accumulates_.resize(nodes.size());
   plan.in_place_.assign(nodes.size(), false);
   plan.backward_by_producer_.assign(nodes.size(), false);
   const bool training = purpose == NetPurpose::training;
@@ -148,13 +154,21 @@ MemoryPlan plan_memory(std::span<const PlanNode> nodes, NetPurpose purpose, std:
       const int first = readers.empty() ? plan.backward_step(i) : plan.backward_step(readers.back());
       const int g = add(MemoryPlan::Kind::gradient, i, node.bytes, first, plan.backward_step(i));
       plan.gradient_of_[static_cast<std::size_t>(i)] = g;
-      // Later consumers write into a scratch that lives for their own backward step only.
+      // Later consumers add theirs in: straight into the gradient where their backward can, else
+      // through a scratch that lives for their own backward step only.
       for (std::size_t k = 0; k + 1 < readers.size(); ++k) {
         const int c = readers[k];
+        const PlanNode& reader = nodes[static_cast<std::size_t>(c)];
+        const std::size_t slot = input_index(reader, i);
+        if (slot < reader.backward_accumulates_input.size() && reader.backward_accumulates_input[slot]) {
+          auto& adds = plan.accumulates_[static_cast<std::size_t>(c)];
+          if (adds.size() <= slot) adds.resize(slot + 1, false);
+          adds[slot] = true;
+          continue;
+        }
         const int s = add(MemoryPlan::Kind::scratch, i, node.bytes, plan.backward_step(c), plan.backward_step(c));
         tensors[static_cast<std::size_t>(s)].consumer = c;
         auto& slots = plan.scratch_of_[static_cast<std::size_t>(c)];
-        const std::size_t slot = input_index(nodes[static_cast<std::size_t>(c)], i);
         if (slots.size() <= slot) slots.resize(slot + 1, -1);
         slots[slot] = s;
       }
@@ -263,6 +277,9 @@ std::vector<Call> schedule(std::span<const PlanNode> nodes, const MemoryPlan& pl
       if (scratch >= 0) {
         c.writes.push_back(scratch);
         sums.push_back(Call{who + " (sum into node " + std::to_string(j) + ")", {scratch, target}, {target}, {}});
+      } else if (plan.accumulates(i, k)) {
+        c.reads.push_back(target);  // adds to what a later consumer wrote
+        c.writes.push_back(target);
       } else {
         c.writes.push_back(target);
       }

@@ -46,6 +46,9 @@ struct PlanNode {
   // When in place: its backward may be done by its input 0's producer, inside that producer's own
   // backward (a ReLU fused into batch norm's), which then reads this node's output and gradient.
   bool backward_by_producer = false;
+  // Per input: its backward can add that input's gradient to the one already there (cuDNN's beta = 1)
+  // instead of writing it; a consumer that does not write the gradient first then needs no scratch.
+  std::vector<bool> backward_accumulates_input;
 };
 
 class MemoryPlan {
@@ -72,6 +75,9 @@ class MemoryPlan {
   // The scratch the backward of `consumer` writes its `input`-th input's gradient into, or -1 when it
   // writes the gradient itself (it is that gradient's first writer).
   int scratch_of(int consumer, std::size_t input) const;
+  // Whether that consumer's backward adds its gradient of that input straight into the input's
+  // gradient (written before by a later consumer) instead of into a scratch.
+  bool accumulates(int consumer, std::size_t input) const;
   // Whether the node's output (and gradient) is its input 0's memory.
   bool in_place(int node) const { return in_place_[static_cast<std::size_t>(node)]; }
   // Whether the node (in place, PlanNode::backward_by_producer) has its backward done by its input 0's
@@ -91,7 +97,8 @@ class MemoryPlan {
   NetPurpose purpose_ = NetPurpose::training;
   std::vector<Tensor> tensors_;
   std::vector<int> output_of_, gradient_of_;
-  std::vector<std::vector<int>> scratch_of_;  // per consumer, per input
+  std::vector<std::vector<int>> scratch_of_;    // per consumer, per input
+  std::vector<std::vector<bool>> accumulates_;  // per consumer, per input
   std::vector<bool> in_place_, backward_by_producer_;
   std::size_t arena_bytes_ = 0, unplanned_bytes_ = 0, alignment_ = 256;
 };

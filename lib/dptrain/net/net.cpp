@@ -78,8 +78,12 @@ void Net::backward() {
       if (!nodes_[k].needs_grad) {
         din.push_back(nullptr);
       } else if (!written[k]) {
+        DPTRAIN_CHECK(!node.accumulates_input[n], "node ", i, " adds to the gradient of node ", k,
+                      ", which nothing wrote before it");
         din.push_back(&nodes_[k].grad);  // the first consumer writes in place
         written[k] = true;
+      } else if (node.accumulates_input[n]) {
+        din.push_back(&nodes_[k].grad);  // a later consumer that adds to it itself
       } else {
         din.push_back(&node.input_scratch[n]);  // later consumers add theirs after the backward call
         to_sum.push_back(n);
@@ -182,8 +186,10 @@ std::vector<PlanNode> Net::plan_nodes_for(NetPurpose purpose, DType activation) 
     p.needs_grad = training && p.planned;
     if (!node.layer) continue;
     p.backward_reads_output = node.layer->backward_reads_output();
-    for (std::size_t k = 0; k < node.inputs.size(); ++k)
+    for (std::size_t k = 0; k < node.inputs.size(); ++k) {
       p.backward_reads_input.push_back(node.layer->backward_reads_input(k));
+      p.backward_accumulates_input.push_back(node.layer->can_accumulate_input_gradient(k));
+    }
     p.in_place = node.layer->runs_in_place();
     // A ReLU after a layer that can do its backward (batch norm): fused when the planner runs it in place.
     if (std::string_view(node.layer->kind()) == "relu" && !node.inputs.empty()) {

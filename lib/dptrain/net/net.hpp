@@ -68,6 +68,9 @@ class Net {
     // Per input: where this node's backward writes that input's gradient when another consumer wrote
     // it first (then it is summed in); undefined where this node is the first writer.
     std::vector<Tensor> input_scratch;
+    // Per input: this node's backward adds that input's gradient to the one another consumer wrote
+    // first (MemoryPlan::accumulates: Layer::accumulate_input_gradient), with no scratch.
+    std::vector<bool> accumulates_input;
     int consumers = 0;  // how many layer inputs read this node
     bool needs_grad = false;
     bool is_loss = false;

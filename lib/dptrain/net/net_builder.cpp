@@ -100,6 +100,17 @@ std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
   nodes[kImages].output = backend.allocate_input(nodes[kImages].shape);
   nodes[kLabels].output = Tensor::zeros(nodes[kLabels].shape, DType::i32);  // labels stay on the host
   for (auto& node : nodes) node.input_scratch.assign(node.inputs.size(), Tensor());
+  // A later consumer whose backward can add an input's gradient in does so (planned or not, so the two
+  // train the same bits).
+  for (std::size_t i = 2; i < nodes.size(); ++i) {
+    auto& node = nodes[i];
+    node.accumulates_input.assign(node.inputs.size(), false);
+    for (std::size_t k = 0; k < node.inputs.size() && training; ++k) {
+      if (!plan.accumulates(static_cast<int>(i), k)) continue;
+      node.layer->accumulate_input_gradient(k);
+      node.accumulates_input[k] = true;
+    }
+  }
   if (memory.plan) {
     net_->arena_ =
         backend.allocate(Shape{static_cast<std::int64_t>(std::max<std::size_t>(plan.arena_bytes(), 1))}, DType::u8);
@@ -137,7 +148,7 @@ std::unique_ptr<Net> NetBuilder::build(const MemoryOptions& memory) {
     }
     for (std::size_t i = j + 1; i < nodes.size(); ++i) {
       for (std::size_t k = 0; k < nodes[i].inputs.size(); ++k) {
-        if (nodes[i].inputs[k] != static_cast<int>(j)) continue;
+        if (nodes[i].inputs[k] != static_cast<int>(j) || nodes[i].accumulates_input[k]) continue;
         const int s = memory.plan ? plan.scratch_of(static_cast<int>(i), k) : -1;
         nodes[i].input_scratch[k] = s >= 0 ? planned(s, nodes[j].shape) : shared;
       }

@@ -24,6 +24,9 @@ class OneDnnConvolution final : public ConvolutionPlan {
     const auto& w = spec.window;
     const dnnl::memory::dims strides{w.stride_h, w.stride_w};
     const dnnl::memory::dims padding{w.pad_h, w.pad_w};
+    // oneDNN 2's backward-data primitive takes no sum post-op (Backend::accumulates_convolution_input_gradient).
+    DPTRAIN_CHECK(!spec.accumulate_input_gradient, spec.who,
+                  ": the CPU backend cannot add into an input gradient (the net sums it instead)");
     const auto src = any_desc(spec.input), wei = any_desc(weight_), dst = any_desc(output_);
     const auto bias = plain_desc(bias_);
     auto& engine = ctx_->engine;

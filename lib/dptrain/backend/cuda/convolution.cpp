@@ -163,8 +163,11 @@ class CudnnConvolution final : public ConvolutionPlan {
         data_, *ctx_, data_key_, spec_.who, "backward-data",
         [&](int n, int* count, auto* results, void* ws, std::size_t bytes) {
           use_search_math();
+          // The search writes dx: where dx holds another consumer's gradient, it searches on a copy.
+          Tensor probe = spec_.accumulate_input_gradient ? ctx_->allocate_activation(spec_.input) : Tensor();
+          void* out = spec_.accumulate_input_gradient ? probe.raw() : dx.raw();
           return cudnnFindConvolutionBackwardDataAlgorithmEx(ctx_->cudnn(), w_desc_, w, y_desc_, dy.raw(), conv_desc_,
-                                                             x_desc_, dx.raw(), n, count, results, ws, bytes);
+                                                             x_desc_, out, n, count, results, ws, bytes);
         },
         [&](cudnnConvolutionBwdDataAlgo_t algo, cudnnMathType_t math, std::size_t* bytes) {
           return workspace_with(math, [&] {
@@ -173,10 +176,12 @@ class CudnnConvolution final : public ConvolutionPlan {
           });
         });
     use_math_of(data_);
-    const float one = 1.f, zero = 0.f;
+    // beta = 1 adds to the gradient another consumer wrote (ConvolutionSpec::accumulate_input_gradient):
+    // cuDNN blends in f32 and rounds once, where a scratch and a sum would round twice in 16 bits.
+    const float one = 1.f, beta = spec_.accumulate_input_gradient ? 1.f : 0.f;
     DPTRAIN_CUDNN_CHECK(cudnnConvolutionBackwardData(ctx_->cudnn(), &one, w_desc_, w, y_desc_, dy.raw(), conv_desc_,
                                                      data_.algo, ctx_->workspace(data_.workspace), data_.workspace,
-                                                     &zero, x_desc_, dx.raw()));
+                                                     &beta, x_desc_, dx.raw()));
   }
 
   void backward_weights(const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) override {

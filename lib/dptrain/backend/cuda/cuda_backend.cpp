@@ -88,6 +88,7 @@ class CudaBackend final : public Backend {
   }
   Device device() const override { return Device::cuda(ctx_->device()); }
   Precision precision() const override { return precision_; }
+  bool accumulates_convolution_input_gradient() const override { return true; }  // cuDNN's beta
 
   // make_<op> for every op of DPTRAIN_BACKEND_OPS: this backend's factory of that op.
 #define DPTRAIN_FORWARD_MAKE(name, Plan, params, args) \
