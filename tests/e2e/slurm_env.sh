@@ -52,29 +52,13 @@ wait_file() {
 # A requeued job waits about 2 minutes (BeginTime) before it may start again; after 5 s (not at once:
 # slurmd refuses a job credential issued in the second its predecessor's was revoked) the test moves
 # its start to now, which a scheduler would do anyway once the hold has passed.
-# A job that ended because a rank met Open MPI 4.1's TCP start crash (SIGSEGV at pc 0 called from
-# mca_btl_tcp.so, docs/ARCHITECTURE.md "MPI and threads"; a fault of Open MPI, not of the code under
-# test, seen about once a CI run on this loaded machine) is requeued once, with the same time to finish:
-# its output file then holds the second run only. slurm/train.sbatch survives the crash by itself.
 wait_job() {
-  local job=$1 deadline=$(( $(date +%s) + $2 )) state reason held_since=0 requeued=0 output
+  local job=$1 deadline=$(( $(date +%s) + $2 )) state reason held_since=0
   while (( $(date +%s) < deadline )); do
     state=$(job_field "$job" JobState)
     reason=$(job_field "$job" Reason)
     case $state in
-      FAILED|CANCELLED|TIMEOUT)
-        output=$(job_field "$job" StdOut)
-        if (( requeued == 0 )) && [[ -f $output ]] && grep -q "called from 0x[0-9a-f]* in .*mca_btl_tcp\.so" "$output" &&
-          scontrol requeue "$job" >/dev/null 2>&1; then
-          echo "wait_job: job $job ended $state on Open MPI's TCP start crash; requeued once:" >&2
-          grep -m 2 "called from 0x[0-9a-f]* in .*mca_btl_tcp\.so" "$output" >&2
-          requeued=1
-          deadline=$(( $(date +%s) + $2 ))
-          sleep 2  # until the job shows PENDING again
-          continue
-        fi
-        echo "$state"; return 0 ;;
-      COMPLETED|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) echo "$state"; return 0 ;;
+      COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED) echo "$state"; return 0 ;;
       PENDING)
         if [[ $reason == BeginTime ]]; then
           (( held_since > 0 )) || held_since=$(date +%s)
