@@ -6,6 +6,7 @@
 // rounding alone exceeds the bound. So the gradient cases have their own shapes, input ranges, steps
 // and seeds, chosen (and their margin measured) so that every check passes with at least 2x margin;
 // see each comment. Change one and measure again.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <memory>
 #include <span>
@@ -43,6 +44,8 @@ struct BatchNormShape {
   bool fuse_relu = false;  // the layer applies a ReLU to its output (BatchNorm::fuse_relu)
   // and does its backward too (BatchNorm::fuse_relu_backward): it gets the ReLU's output gradient.
   bool fuse_relu_backward = false;
+  // A residual join (BatchNormJoin::add_relu): a second input z, y = max(0, bn(x) + z).
+  bool residual_join = false;
 };
 
 // Forward with the batch's statistics, the running averages it moves, and the backward.
@@ -51,10 +54,13 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
   c.op = "batch_norm";
   c.name = "training, " + s.shape.to_string() + ", epsilon " + std::to_string(s.epsilon) + ", momentum " +
            std::to_string(s.momentum) + (s.fuse_relu ? ", fused ReLU" : "") +
-           (s.fuse_relu_backward ? " and its backward" : "");
-  c.inputs = {s.shape};
+           (s.fuse_relu_backward ? " and its backward" : "") + (s.residual_join ? ", joining a residual" : "");
+  c.inputs = s.residual_join ? std::vector<Shape>{s.shape, s.shape} : std::vector<Shape>{s.shape};
   c.output = s.shape;
-  c.make_layer = [s] { return std::make_unique<BatchNorm>("bn1", s.epsilon, s.momentum); };
+  c.make_layer = [s] {
+    return std::make_unique<BatchNorm>("bn1", s.epsilon, s.momentum,
+                                       s.residual_join ? BatchNormJoin::add_relu : BatchNormJoin::none);
+  };
   c.prepare = [s, seed](Layer& layer, Backend& backend) {
     if (s.fuse_relu) REQUIRE(layer.fuse_relu());
     if (s.fuse_relu_backward) {
@@ -69,7 +75,9 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
   };
   // Off-centre inputs, so that a missing mean subtraction would show.
   c.make_inputs = [s, seed] {
-    return OpInputs{{random_tensor(s.shape, seed + 4, -2.f, 3.f)}, random_tensor(s.shape, seed + 5)};
+    std::vector<Tensor> inputs{random_tensor(s.shape, seed + 4, -2.f, 3.f)};
+    if (s.residual_join) inputs.push_back(random_tensor(s.shape, seed + 6, -1.f, 1.f));
+    return OpInputs{std::move(inputs), random_tensor(s.shape, seed + 5)};
   };
   c.reference = [s](Layer& layer, const OpInputs& in) {
     BatchNorm& bn = as_batch_norm(layer);
@@ -79,6 +87,14 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
     std::vector<double> dy = to_double(in.doutput);
     if (s.fuse_relu_backward) {
       for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = forward.y[i] > 0 ? dy[i] : 0;
+    }
+    // A residual join: y = max(0, bn(x) + z); the masked gradient is z's and the normalisation's.
+    if (s.residual_join) {
+      const auto z = to_double(in.inputs[1]);
+      for (std::size_t i = 0; i < dy.size(); ++i) {
+        forward.y[i] = std::max(0.0, forward.y[i] + z[i]);
+        dy[i] = forward.y[i] > 0 ? dy[i] : 0;
+      }
     }
     auto grads = reference::batch_norm_backward(x, dy, s.shape, scale, s.epsilon);
     // running = (1 - momentum) running + momentum batch, the variance unbiased by n / (n - 1).
@@ -96,6 +112,7 @@ OpCase batch_norm_training_case(const BatchNormShape& s, std::uint64_t seed) {
     ExpectedResults want;
     want.output = std::move(forward.y);
     want.input_gradients = {std::move(grads.dx)};
+    if (s.residual_join) want.input_gradients.push_back(dy);
     want.parameter_gradients = {std::move(grads.dscale), std::move(grads.dshift)};
     want.state = {
         {"running mean", [](Layer& l) -> const Tensor& { return as_batch_norm(l).running_mean(); }, mean},
@@ -241,6 +258,8 @@ std::vector<OpCase> batch_norm_cases() {
       {Shape{2, 8, 4, 4}, 1e-3f, 0.3f, true},         // a fused ReLU on a plane of 16 (vector loads on a GPU)
       {Shape{3, 5, 7, 9}, 1e-5f, 0.1f, true, true},   // the ReLU's backward fused too
       {Shape{4, 16, 6, 6}, 1e-3f, 0.2f, true, true},  // and on 16 channels (blocked on the CPU)
+      {Shape{3, 5, 7, 9}, 1e-5f, 0.1f, false, false, true},   // a residual join: max(0, bn(x) + z)
+      {Shape{4, 16, 6, 6}, 1e-3f, 0.2f, false, false, true},  // and on 16 channels
   };
   std::vector<OpCase> cases;
   std::uint64_t seed = 1000;

@@ -21,6 +21,12 @@ int conv_bn(NetBuilder& b, const std::string& name, int input, int out_channels,
   return b.add(std::make_unique<BatchNorm>(name + "/bn", epsilon), {conv});
 }
 
+int conv_bn_add_relu(NetBuilder& b, const std::string& name, int input, int residual, int out_channels, Window2d window,
+                     float epsilon) {
+  const int conv = b.add(std::make_unique<Convolution>(name, out_channels, window, false), {input});
+  return b.add(std::make_unique<BatchNorm>(name + "/bn", epsilon, 0.1f, BatchNormJoin::add_relu), {conv, residual});
+}
+
 int conv_bn_relu(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window, bool conv_bias,
                  float epsilon) {
   const int conv = b.add(std::make_unique<Convolution>(name, out_channels, window, conv_bias), {input});

@@ -15,6 +15,10 @@ int conv_bn_relu(NetBuilder& b, const std::string& name, int input, int out_chan
                  bool conv_bias = false, float epsilon = 1e-5f);
 int conv_bn(NetBuilder& b, const std::string& name, int input, int out_channels, Window2d window,
             float epsilon = 1e-5f);
+// Convolution (no bias) and a batch norm that joins `residual`: relu(bn(conv(input)) + residual), the
+// residual built before (BatchNormJoin::add_relu).
+int conv_bn_add_relu(NetBuilder& b, const std::string& name, int input, int residual, int out_channels, Window2d window,
+                     float epsilon = 1e-5f);
 int relu(NetBuilder& b, const std::string& name, int input);
 int max_pool(NetBuilder& b, const std::string& name, int input, Window2d window, Rounding rounding = Rounding::floor);
 int avg_pool(NetBuilder& b, const std::string& name, int input, Window2d window,

@@ -1,21 +1,21 @@
 // ResNet-50 v1.5 (He et al. 2015; the stride of a downsampling bottleneck sits on its 3x3 convolution,
 // as in torchvision and NVIDIA's reference): 25,557,032 parameters.
-#include "dptrain/layers/add.hpp"
 #include "dptrain/net/blocks.hpp"
 #include "dptrain/net/models/registry.hpp"
 
 namespace dptrain {
 namespace {
+// The block's last batch norm joins the shortcut: relu(bn(conv3) + shortcut) in one layer
+// (BatchNormJoin::add_relu). The downsampling shortcut is therefore built before conv3, so that it
+// exists when that batch norm runs; its parameters keep their names.
 int bottleneck(NetBuilder& b, const std::string& n, int x, int width, int stride) {
   const int out = width * 4;
   int y = blocks::conv_bn_relu(b, n + "/conv1", x, width, Window2d::square(1));
   y = blocks::conv_bn_relu(b, n + "/conv2", y, width, Window2d::square(3, stride, 1));
-  y = blocks::conv_bn(b, n + "/conv3", y, out, Window2d::square(1));
   int shortcut = x;
   if (stride != 1 || b.shape(x)[1] != out)
     shortcut = blocks::conv_bn(b, n + "/downsample", x, out, Window2d::square(1, stride));
-  const int sum = b.add(std::make_unique<Add>(n + "/add"), {y, shortcut});
-  return blocks::relu(b, n + "/relu", sum);
+  return blocks::conv_bn_add_relu(b, n + "/conv3", y, shortcut, out, Window2d::square(1));
 }
 }  // namespace
 
