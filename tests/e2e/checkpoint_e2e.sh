@@ -14,15 +14,14 @@
 set -uo pipefail
 dptrain=$1
 mpiexec=$2
-work=$(mktemp -d)
+# shellcheck source=tests/e2e/e2e_common.sh
+source "$(dirname "$0")/e2e_common.sh"
 background=""
 cleanup() {
   [[ -n $background ]] && kill "$background" 2> /dev/null
-  rm -rf "$work"
+  [[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-run_mpi() { "$mpiexec" --oversubscribe --allow-run-as-root "$@"; }
 # run NAME EXPECTED_EXIT COMMAND...: runs it with its output in $work/NAME.log; shows the log and fails
 # when the exit code is not the expected one (a number, or "error": any but 0 and 75).
 run() {
@@ -151,12 +150,7 @@ signal_one_rank() {
     --threads 1 --batch-size 8 --steps 100000 --checkpoint-every 0 --log-every 5 --checkpoint-dir "$work/$name" \
     "$@" > "$work/$name.log" 2>&1 &
   background=$!
-  for _ in $(seq 600); do
-    grep -q "step 5/" "$work/$name.log" && break
-    kill -0 "$background" 2> /dev/null || { cat "$work/$name.log"; fail "the $name job ended before its first step line"; }
-    sleep 0.1
-  done
-  grep -q "step 5/" "$work/$name.log" || { cat "$work/$name.log"; fail "$name: no step line after 60 s"; }
+  wait_for_line "$work/$name.log" "step 5/" "$background" 60 "the $name job"
   rank_pids "$work/$name"
   [[ ${#ranks[@]} -eq 2 ]] || fail "found ${#ranks[@]} dptrain rank processes of the $name job (${ranks[*]}), expected 2"
   target=$(printf '%s\n' "${ranks[@]}" | sort -n | tail -n 1)

@@ -20,12 +20,7 @@ export DPTRAIN_TRANSPORT_TEST=$work
 "$mpiexec" --oversubscribe --allow-run-as-root -n 2 "$dptrain" train --model lenet --data "$work/data" --steps 100000 --batch-size 8 --threads 1 \
   --log-every 1 > "$work/train.log" 2>&1 &
 background=$!
-for _ in $(seq 300); do
-  grep -q "step 1/" "$work/train.log" && break
-  kill -0 "$background" 2> /dev/null || { cat "$work/train.log"; fail "the job ended before its first step"; }
-  sleep 0.1
-done
-grep -q "step 1/" "$work/train.log" || { cat "$work/train.log"; fail "no step after 30 s"; }
+wait_for_line "$work/train.log" "step 1/" "$background" 30 "the job"
 
 ranks=()
 for file in /proc/[0-9]*/environ; do
