@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "dptrain/core/check_mpi.hpp"
@@ -36,6 +37,7 @@ StallWatch::StallWatch(MPI_Comm world, StallWatchOptions options) : options_(std
     DPTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     DPTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &size_));
     seen_.assign(static_cast<std::size_t>(size_), 0);
+    lost_.assign(static_cast<std::size_t>(size_), 0);
     heard_at_.assign(static_cast<std::size_t>(size_), MPI_Wtime());
   }
   if (options_.nodes.size() != static_cast<std::size_t>(size_))
@@ -52,24 +54,59 @@ StallWatch::~StallWatch() {
     stop_signal_.notify_all();
     heartbeats_.join();
   }
+  // While an error unwinds on this rank, the others may be blocked in a collective: leave at once.
+  const bool together = std::uncaught_exceptions() == 0 && leave_together();
   MpiLock lock;
   // Heartbeats still in flight at the end of the job are cancelled; nobody will read them.
   for (Send& s : sends_) {
+    if (s.request == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&s.request);
     MPI_Request_free(&s.request);
   }
   drain_heartbeats();
-  MPI_Comm_free(&comm_);
+  // Freeing a communicator with a collective still pending on it is erroneous: without the barrier's
+  // completion the communicator is left to MPI_Finalize.
+  if (together) MPI_Comm_free(&comm_);
+}
+
+bool StallWatch::leave_together() {
+  // A rank that has finished must not close its connections (MPI_Finalize does, before its own
+  // barrier) while another rank still sends it heartbeats: over UCX those sends fail ("Endpoint
+  // timeout"). Every rank stops its heartbeats first, then waits here for the others to have done so.
+  // A rank that never arrives (the job is failing) is waited for up to the stall timeout only.
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  {
+    MpiLock lock;
+    if (MPI_Ibarrier(comm_, &barrier) != MPI_SUCCESS) return false;
+  }
+  const double deadline = MPI_Wtime() + options_.timeout_seconds;
+  for (;;) {
+    {
+      MpiLock lock;
+      int done = 0;
+      if (MPI_Test(&barrier, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+      if (done) return true;
+      drain_heartbeats();
+    }
+    if (MPI_Wtime() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void StallWatch::run_heartbeats() {
   std::unique_lock lock(stop_mutex_);
   while (!stop_signal_.wait_for(lock, kWatchPeriod, [this] { return stopping_; })) {
-    {
-      MpiLock mpi;
-      beat();
+    try {
+      {
+        MpiLock mpi;
+        beat();
+      }
+      check_clock({});
+    } catch (const std::exception& e) {
+      // The heartbeats only name whom to blame for a stall; losing them must not end a healthy job.
+      std::cerr << "dptrain: rank " << rank_ << ": warning: stall watch heartbeats stopped: " << e.what() << std::endl;
+      return;
     }
-    check_clock({});
   }
 }
 
@@ -104,18 +141,33 @@ void StallWatch::finished() { running_ = false; }
 
 void StallWatch::send(int to, std::int64_t value) {
   clean_sends();
-  if (sends_.size() >= kMaxPendingSends) return;
-  sends_.push_back({value, MPI_REQUEST_NULL});  // a deque keeps the earlier elements in place
-  DPTRAIN_MPI_CHECK(MPI_Isend(&sends_.back().value, 1, MPI_INT64_T, to, kHeartbeatTag, comm_, &sends_.back().request));
+  if (sends_.size() >= kMaxPendingSends || lost_[static_cast<std::size_t>(to)]) return;
+  sends_.push_back({value, to, MPI_REQUEST_NULL});  // a deque keeps the earlier elements in place
+  Send& s = sends_.back();
+  if (MPI_Isend(&s.value, 1, MPI_INT64_T, to, kHeartbeatTag, comm_, &s.request) != MPI_SUCCESS) {
+    lost_connection(to);
+    sends_.pop_back();
+  }
 }
 
 void StallWatch::clean_sends() {
   while (!sends_.empty()) {
+    Send& s = sends_.front();
     int done = 0;
-    DPTRAIN_MPI_CHECK(MPI_Test(&sends_.front().request, &done, MPI_STATUS_IGNORE));
-    if (!done) break;
+    if (MPI_Test(&s.request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+      lost_connection(s.to);  // the request completed, with an error
+    } else if (!done) {
+      break;
+    }
     sends_.pop_front();
   }
+}
+
+void StallWatch::lost_connection(int rank) {
+  // A heartbeat that cannot be sent is not an error of the job: the peer may just have finished a
+  // moment earlier, and if it is lost, the collective that waits for it is reported, naming it, by
+  // check_clock(). No more heartbeats go to it; silence is what a lost rank shows.
+  lost_[static_cast<std::size_t>(rank)] = 1;
 }
 
 void StallWatch::beat() {
@@ -136,10 +188,11 @@ void StallWatch::drain_heartbeats() {
   for (;;) {
     int waiting = 0;
     MPI_Status status;
-    DPTRAIN_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, kHeartbeatTag, comm_, &waiting, &status));
-    if (!waiting) return;
+    // A failed probe or receive (a peer's connection broke) ends this round: what was heard stands.
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kHeartbeatTag, comm_, &waiting, &status) != MPI_SUCCESS || !waiting) return;
     std::int64_t value = 0;
-    DPTRAIN_MPI_CHECK(MPI_Recv(&value, 1, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE));
+    if (MPI_Recv(&value, 1, MPI_INT64_T, status.MPI_SOURCE, kHeartbeatTag, comm_, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      return;
     const auto from = static_cast<std::size_t>(status.MPI_SOURCE);
     seen_[from] = std::max(seen_[from], value);
     heard_at_[from] = MPI_Wtime();
@@ -240,7 +293,8 @@ void StallWatch::report_stall(double waited, const std::function<void()>& before
         out << "ranks that stopped answering (frozen, killed, or their node is lost):";
         for (int r : silent) {
           out << " " << describe_rank(r) << " (silent for " << seconds_text(silent_for(r)) << ", at collective #"
-              << seen_[static_cast<std::size_t>(r)] << ")";
+              << seen_[static_cast<std::size_t>(r)] << (lost_[static_cast<std::size_t>(r)] ? ", connection lost" : "")
+              << ")";
         }
         out << "; ";
         code = kExitRanksLost;

@@ -78,7 +78,9 @@ class StallWatch {
   void beat();              // under the MPI lock: drain heartbeats, send this period's (when due)
   void drain_heartbeats();  // record every count and heartbeat that has arrived
   void send(int to, std::int64_t value);
-  void clean_sends();  // completed heartbeat sends
+  void clean_sends();              // completed heartbeat sends
+  void lost_connection(int rank);  // under the MPI lock: a heartbeat to `rank` failed
+  bool leave_together();           // the end-of-job barrier; false: not every rank arrived in time
   void check_clock(const std::function<void()>& before_abort);
   void run_heartbeats();
   [[noreturn]] void report_stall(double waited, const std::function<void()>& before_abort);
@@ -104,9 +106,11 @@ class StallWatch {
   // Under the MPI lock: what was heard of each rank (rank 0: every rank; others: rank 0 only).
   std::vector<std::int64_t> seen_;  // the latest count
   std::vector<double> heard_at_;    // MPI_Wtime of the latest message
+  std::vector<char> lost_;          // a heartbeat to this rank failed: none are sent to it any more
   double last_beat_ = 0;
   struct Send {
     std::int64_t value;
+    int to;
     MPI_Request request;
   };
   std::deque<Send> sends_;
