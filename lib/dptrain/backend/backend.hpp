@@ -64,6 +64,19 @@ class BatchNormPlan {
   virtual void backward(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& scale, const Tensor& shift,
                         const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dscale,
                         Tensor& dshift) = 0;
+
+  // A residual join, y = max(0, bn(x) + z), in the normalisation's own passes. Where joins_residual()
+  // is false the layer composes it (this plan, then the backend's add_relu and a ReLU's backward) and
+  // the three calls below are refused. backward_join writes g = y > 0 ? dy : 0 into dz (the residual's
+  // gradient) and runs the normalisation's backward from g, in the same passes.
+  virtual bool joins_residual() const { return false; }
+  virtual void forward_training_join(const Tensor& x, const Tensor& z, const Tensor& scale, const Tensor& shift,
+                                     Tensor& y, Tensor& batch_mean, Tensor& batch_variance);
+  virtual void forward_inference_join(const Tensor& x, const Tensor& z, const Tensor& scale, const Tensor& shift,
+                                      const Tensor& mean, const Tensor& variance, Tensor& y);
+  virtual void backward_join(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& scale,
+                             const Tensor& batch_mean, const Tensor& batch_variance, Tensor& dx, Tensor& dz,
+                             Tensor& dscale, Tensor& dshift);
 };
 
 class ReluPlan {

@@ -20,7 +20,9 @@ Shape BatchNorm::setup(std::span<const Shape> inputs, Backend& backend) {
   spec_.input = inputs[0];
   backend_ = &backend;
   plan_ = backend.make_batch_norm(spec_);
-  if (joins) relu_ = backend.make_relu(spec_.input, who());
+  // A plan that joins the residual in its own passes needs no ReLU plan of the layer's.
+  relu_.reset();
+  if (joins && !plan_->joins_residual()) relu_ = backend.make_relu(spec_.input, who());
   const Shape channels{spec_.input[1]};
   params_.clear();
   params_.push_back(make_parameter(backend, name() + "/scale", channels, false));
@@ -37,13 +39,24 @@ Shape BatchNorm::setup(std::span<const Shape> inputs, Backend& backend) {
 void BatchNorm::forward(const PassContext& ctx, std::span<const Tensor* const> inputs, Tensor& output) {
   const Tensor& x = *inputs[0];
   check_input(x, spec_.input, 0);
+  const bool in_plan = join_ == BatchNormJoin::add_relu && plan_->joins_residual();
+  if (in_plan) check_input(*inputs[1], spec_.input, 1);
   if (!ctx.training) {
-    plan_->forward_inference(x, scale().value, shift().value, running_mean(), running_variance(), output);
-    join(inputs, output);
+    if (in_plan) {
+      plan_->forward_inference_join(x, *inputs[1], scale().value, shift().value, running_mean(), running_variance(),
+                                    output);
+    } else {
+      plan_->forward_inference(x, scale().value, shift().value, running_mean(), running_variance(), output);
+      join(inputs, output);
+    }
     return;
   }
-  plan_->forward_training(x, scale().value, shift().value, output, batch_mean_, batch_variance_);
-  join(inputs, output);
+  if (in_plan) {
+    plan_->forward_training_join(x, *inputs[1], scale().value, shift().value, output, batch_mean_, batch_variance_);
+  } else {
+    plan_->forward_training(x, scale().value, shift().value, output, batch_mean_, batch_variance_);
+    join(inputs, output);
+  }
   const double count = static_cast<double>(spec_.input[0] * spec_.input[2] * spec_.input[3]);
   const auto unbiased = static_cast<float>(count / (count - 1.0));
   backend_->axpby(momentum_, batch_mean_, 1.f - momentum_, running_mean());
@@ -62,14 +75,13 @@ void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor& ou
   // A residual join: the ReLU's mask, written once into z's gradient (the sum's gradient for both of
   // its inputs), is the gradient the normalisation's backward starts from.
   const Tensor* gradient = &doutput;
+  Tensor* dz = nullptr;
   if (join_ == BatchNormJoin::add_relu) {
-    Tensor* dz = dinputs[1];
+    dz = dinputs[1];
     if (dz == nullptr) {
       if (!unused_dz_.defined()) unused_dz_ = backend_->allocate_activation(spec_.input);
       dz = &unused_dz_;
     }
-    relu_->backward(output, doutput, *dz);
-    gradient = dz;
   }
   // oneDNN always computes the input gradient; when nobody wants it, it lands in a scratch tensor.
   Tensor* dx = dinputs[0];
@@ -78,6 +90,15 @@ void BatchNorm::backward(std::span<const Tensor* const> inputs, const Tensor& ou
       unused_dx_ = backend_->allocate_activation(spec_.input);
     }
     dx = &unused_dx_;
+  }
+  if (dz != nullptr && plan_->joins_residual()) {
+    plan_->backward_join(*inputs[0], output, doutput, scale().value, batch_mean_, batch_variance_, *dx, *dz,
+                         scale().grad, shift().grad);
+    return;
+  }
+  if (dz != nullptr) {
+    relu_->backward(output, doutput, *dz);
+    gradient = dz;
   }
   plan_->backward(*inputs[0], output, *gradient, scale().value, shift().value, batch_mean_, batch_variance_, *dx,
                   scale().grad, shift().grad);

@@ -10,7 +10,8 @@ namespace dptrain {
 // As a residual join (BatchNormJoin::add_relu) it takes a second input z of the same shape and gives
 // y = max(0, bn(x) + z): ResNet's last batch norm of a block, its shortcut sum and the ReLU after it
 // in one layer, whose backward masks the gradient once into z's gradient and normalises from there
-// (no ReLU pass, no copy of the sum's gradient).
+// (no ReLU pass, no copy of the sum's gradient). A plan that joins_residual() (our CUDA kernels) does
+// all of it in the normalisation's own passes; otherwise the layer composes it.
 enum class BatchNormJoin { none, add_relu };
 
 class BatchNorm final : public Layer {
@@ -46,7 +47,7 @@ class BatchNorm final : public Layer {
   BatchNormJoin join_;
   Backend* backend_ = nullptr;
   std::unique_ptr<BatchNormPlan> plan_;
-  std::unique_ptr<ReluPlan> relu_;  // add_relu: the mask of the backward
+  std::unique_ptr<ReluPlan> relu_;  // add_relu composed here (the plan does not join): the backward's mask
   std::vector<Parameter> params_;
   std::vector<Buffer> buffers_;
   Tensor batch_mean_, batch_variance_;  // from the latest training forward, for the backward pass

@@ -131,6 +131,45 @@ class OwnBatchNorm final : public CheckedBatchNorm {
                                  ctx_->stream());
   }
 
+  // The residual join in the kernels' own passes: the forward adds z before its ReLU (y rounded once),
+  // the backward masks dy by y > 0 while it reads it and writes that masked gradient into dz in the
+  // input-gradient pass. Against the composed join this saves a read and a write of y in the forward
+  // and a read of y and dy in the backward.
+  bool joins_residual() const override { return !spec_.fuse_relu; }
+
+  void forward_training_join(const Tensor& x, const Tensor& z, const Tensor& scale, const Tensor& shift, Tensor& y,
+                             Tensor& batch_mean, Tensor& batch_variance) override {
+    check_forward_training(x, scale, shift, y, batch_mean, batch_variance);
+    check_data(z, "residual");
+    kernels::batch_norm_forward_training(x.raw(), z.raw(), y.raw(), type_, shape_, device_floats(scale),
+                                         device_floats(shift), spec_.epsilon, kernels::BatchNormActivation::add_relu,
+                                         device_floats(batch_mean), device_floats(batch_variance),
+                                         device_floats(workspace_), ctx_->stream());
+  }
+
+  void forward_inference_join(const Tensor& x, const Tensor& z, const Tensor& scale, const Tensor& shift,
+                              const Tensor& mean, const Tensor& variance, Tensor& y) override {
+    check_forward_inference(x, scale, shift, mean, variance, y);
+    check_data(z, "residual");
+    kernels::batch_norm_forward_inference(x.raw(), z.raw(), y.raw(), type_, shape_, device_floats(scale),
+                                          device_floats(shift), device_floats(mean), device_floats(variance),
+                                          spec_.epsilon, kernels::BatchNormActivation::add_relu,
+                                          device_floats(workspace_), ctx_->stream());
+  }
+
+  void backward_join(const Tensor& x, const Tensor& y, const Tensor& dy, const Tensor& scale, const Tensor& batch_mean,
+                     const Tensor& batch_variance, Tensor& dx, Tensor& dz, Tensor& dscale, Tensor& dshift) override {
+    check_data(y, "output");
+    check_data(dz, "residual gradient");
+    check_backward(x, y, dy, scale, batch_mean, batch_variance, dx, dscale, dshift);
+    // dz is written element by element after that element's dy is read; dx must be another tensor.
+    DPTRAIN_CHECK(dz.raw() != dx.raw(), spec_.who, ": the residual's gradient and the input's must not alias");
+    kernels::batch_norm_backward(x.raw(), dy.raw(), y.raw(), dx.raw(), dz.raw(), type_, shape_, device_floats(scale),
+                                 device_floats(batch_mean), device_floats(batch_variance), spec_.epsilon,
+                                 device_floats(dscale), device_floats(dshift), device_floats(workspace_),
+                                 ctx_->stream());
+  }
+
  private:
   // A fused ReLU (BatchNormSpec::fuse_relu) is applied in the normalisation's own pass.
   kernels::BatchNormActivation activation() const {
