@@ -13,15 +13,30 @@
 #include "commands.hpp"
 #include "dptrain/core/crash_report.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/distributed/launcher.hpp"
 
 namespace {
 // One clear line and a non-zero exit; in a multi-rank job every rank is ended with it, since the
 // others would otherwise wait in their next collective until the job's time limit.
-int fail(const std::string& message) {
-  if (dptrain::distributed::in_multi_rank_job()) dptrain::distributed::abort_job("error: " + message, 1);
+int fail(const std::string& message, int code = dptrain::exit_code::error) {
+  if (dptrain::distributed::in_multi_rank_job()) dptrain::distributed::abort_job("error: " + message, code);
   std::cerr << "dptrain: error: " << message << "\n";
-  return 1;
+  return code;
+}
+
+// CLI11's exit code for a refused command line, as one of ours (core/exit_codes.hpp): CLI11 has a
+// code for each of its checks, and a script should not need to know them all.
+int option_exit_code(const CLI::ParseError& e) {
+  namespace code = dptrain::exit_code;
+  switch (static_cast<CLI::ExitCodes>(e.get_exit_code())) {
+    case CLI::ExitCodes::RequiredError:
+    case CLI::ExitCodes::RequiresError: return code::option_missing;
+    case CLI::ExitCodes::ExcludesError: return code::option_conflict;
+    case CLI::ExitCodes::ExtrasError:
+    case CLI::ExitCodes::OptionNotFound: return code::option_unknown;
+    default: return code::option_value;  // conversion, validation, a wrong number of values
+  }
 }
 }  // namespace
 
@@ -64,12 +79,20 @@ int run_command_line(int argc, char** argv, const CommandLineExtensions& extensi
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version end here too, with code 0 and their text on stdout.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    const CLI::App* where = &app;
+    for (const CLI::App* sub : app.get_subcommands()) where = sub;
+    std::cerr << "dptrain: error: " << e.what() << "\n"
+              << "Run 'dptrain" << (where == &app ? "" : " " + where->get_name()) << " --help' for the options.\n";
+    return option_exit_code(e);
   }
   try {
     for (auto& [sub, run] : commands) {
       if (sub->parsed()) return run();
     }
+  } catch (const OptionError& e) {
+    return fail(e.what(), e.code());
   } catch (const Error& e) {
     return fail(e.what());
   } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "dptrain/core/check_hdf5.hpp"
 #include "dptrain/core/check_mpi.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/distributed/job.hpp"
 #include "option_checks.hpp"
 
@@ -19,6 +20,12 @@
 
 namespace dptrain::app {
 namespace {
+// One "CODE<TAB>MEANING" line a code: for scripts, and for the test that holds the guide to it.
+int print_exit_codes() {
+  for (const exit_code::Meaning& m : exit_code::table()) std::cout << m.code << "\t" << m.meaning << "\n";
+  return 0;
+}
+
 int run_info(const distributed::JobOptions& options) {
   // Under srun or mpiexec every rank takes part, so the map shows where each one landed.
   distributed::Job job(options);
@@ -56,7 +63,11 @@ Command add_info_command(CLI::App& app) {
   auto options = std::make_shared<distributed::JobOptions>();
   cmd->add_option("--ranks-per-node", options->ranks_per_node, "Treat each block of K consecutive ranks as one node")
       ->check(at_least(0));
-  return [options] { return run_info(*options); };
+  auto exit_codes = std::make_shared<bool>(false);
+  cmd->add_flag("--exit-codes", *exit_codes,
+                "Print the exit codes of dptrain and what each means (one 'CODE<Tab>MEANING' line a code) and "
+                "nothing else");
+  return [options, exit_codes] { return *exit_codes ? print_exit_codes() : run_info(*options); };
 }
 
 }  // namespace dptrain::app

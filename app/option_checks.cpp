@@ -3,7 +3,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <sstream>
+
+#include "dptrain/core/duration.hpp"
+#include "dptrain/core/error.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -47,6 +51,27 @@ CLI::Validator above_zero() {
 
 CLI::Validator from_zero_below_one() {
   return numeric("at least 0 and below 1", [](double x) { return x >= 0 && x < 1; });
+}
+
+CLI::Validator parsed_by(std::string description, std::function<void(const std::string&)> parse) {
+  return CLI::Validator(
+      [parse](std::string& value) -> std::string {
+        try {
+          parse(value);
+        } catch (const Error& e) {
+          return e.what();
+        }
+        return std::string();
+      },
+      std::move(description));
+}
+
+CLI::Validator positive_duration() {
+  return parsed_by("DURATION", [](const std::string& text) {
+    const std::optional<double> seconds = duration_seconds(text);
+    DPTRAIN_CHECK(seconds && *seconds > 0, "'", text,
+                  "' is not a duration longer than 0 s; use 90s, 30m, 2h or HH:MM:SS");
+  });
 }
 
 }  // namespace dptrain::app

@@ -16,6 +16,7 @@
 #include "commands.hpp"
 #include "distributed_options.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/core/json_line.hpp"
 #include "dptrain/train/stragglers.hpp"
 #include "link_measurement.hpp"
@@ -24,7 +25,7 @@
 namespace dptrain::app {
 namespace {
 // The exit code when a node was named (train.sbatch: DPTRAIN_PREFLIGHT=exclude leaves it behind).
-constexpr int kPreflightSlowNode = 77;
+constexpr int kPreflightSlowNode = exit_code::slow_node;
 
 struct PreflightOptions {
   distributed::JobOptions dist;

@@ -6,8 +6,12 @@
 #include "backend_options.hpp"
 #include "commands.hpp"
 #include "distributed_options.hpp"
+#include "dptrain/ckpt/checkpoint_every.hpp"
+#include "dptrain/ckpt/time_limit.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/core/trace_recorder.hpp"
+#include "dptrain/optim/schedule.hpp"
 #include "dptrain/train/training_run.hpp"
 #include "option_checks.hpp"
 
@@ -35,6 +39,7 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
       ->check(above_zero())
       ->capture_default_str();
   cmd->add_option("--schedule", o->schedule, "Learning-rate schedule: constant, step, poly or cosine")
+      ->check(parsed_by("SCHEDULE", [](const std::string& name) { parse_schedule(name); }))
       ->capture_default_str();
   cmd->add_option("--milestones", o->milestones, "Epochs at which --schedule step divides the rate by 10")
       ->check(at_least(0));
@@ -88,9 +93,13 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
   cmd->add_option("--checkpoint-every", c.every,
                   "Steps (500) or wall time (30m, 2h) between checkpoints; 0: only "
                   "at the end and when stopped")
+      ->check(parsed_by("STEPS|DURATION", [](const std::string& text) { ckpt::CheckpointEvery::parse(text); }))
       ->capture_default_str()
       ->group(group);
-  cmd->add_option("--keep", c.keep, "Keep the newest K checkpoints (0: all)")->capture_default_str()->group(group);
+  cmd->add_option("--keep", c.keep, "Keep the newest K checkpoints (0: all)")
+      ->check(at_least(0))
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--resume", c.resume,
                   "auto: from the newest valid checkpoint in --checkpoint-dir; a fresh start only when it "
                   "holds none (an error when none of its checkpoints can be used); none: a fresh start; or a "
@@ -106,11 +115,13 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
                   "Checkpoint and exit with code 75 before this much wall time "
                   "(HH:MM:SS, 90m, 2h); Slurm's end time is used as well. The run stops while the next step, "
                   "the evaluation after it at an epoch's end, twice the last checkpoint's write and 60 s still fit")
+      ->check(parsed_by("DURATION", [](const std::string& text) { ckpt::parse_time_limit(text); }))
       ->group(group);
   cmd->add_option("--checkpoint-timeout", c.timeout,
                   "How long the other ranks wait for rank 0's checkpoint work (writing one; reading and "
                   "validating the candidates at resume) before the stall watchdog aborts the job (instead of "
                   "--stall-timeout)")
+      ->check(positive_duration())
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--stop-at-step", c.stop_at_step,
@@ -128,6 +139,9 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
                   "(checkpoint and exit 75); slurm/train.sbatch holds back an earlier signal")
       ->group(group);
   return [o, step_hooks] {
+    if ((o->epochs > 0) == (o->steps > 0)) {
+      throw OptionError(exit_code::option_missing, "give how long to train: --epochs N or --steps N");
+    }
     TrainingRun run(*o, std::cout);
     for (StepHooks* hooks : step_hooks) run.net().add_step_hooks(*hooks);
     return run.run();

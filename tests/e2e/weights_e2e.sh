@@ -98,7 +98,7 @@ says logits_steps "in steps of 2"
 same_logits "$work/a.st" "$work/s.st" 1e-5 || fail "the logits in steps of 2 differ"
 run logits_again 1 "$dptrain" eval --checkpoint "$work/ck" --images "$work/images.safetensors" --logits "$work/a.st"
 says logits_again "a.st already exists"
-run logits_no_out 107 "$dptrain" eval --checkpoint "$work/ck" --images "$work/images.safetensors"  # CLI11: a required option
+run logits_no_out 106 "$dptrain" eval --checkpoint "$work/ck" --images "$work/images.safetensors"  # an option another needs
 run logits_bad 1 "$dptrain" eval --checkpoint "$work/ck" --images "$work/lenet.safetensors" --logits "$work/c.st"
 says logits_bad "no tensor named 'images'"
 

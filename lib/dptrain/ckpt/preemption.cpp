@@ -1,6 +1,7 @@
 #include "dptrain/ckpt/preemption.hpp"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -27,7 +28,20 @@ static_assert(std::atomic<int>::is_always_lock_free, "the signal flag must be lo
 constexpr std::array<std::pair<int, const char*>, 4> kWarningSignals{
     {{SIGUSR1, "USR1"}, {SIGUSR2, "USR2"}, {SIGHUP, "HUP"}, {SIGTERM, "TERM"}}};
 
+std::atomic<int> g_interrupts{0};
+
+// A second Ctrl-C (SIGINT) ends the process at once, as a terminal user expects when the first one's
+// checkpoint takes too long. Only async-signal-safe calls: this may run inside a handler.
+void end_at_once_on_second_interrupt(int signal_number) {
+  if (signal_number != SIGINT || g_interrupts.fetch_add(1, std::memory_order_relaxed) == 0) return;
+  static const char message[] = "dptrain: second interrupt (Ctrl-C): stopping at once, nothing saved\n";
+  const ssize_t written = ::write(STDERR_FILENO, message, sizeof message - 1);
+  static_cast<void>(written);  // nothing can be done about a lost message here
+  ::_exit(128 + SIGINT);
+}
+
 void record(int signal_number) {
+  end_at_once_on_second_interrupt(signal_number);
   g_last_signal.store(signal_number, std::memory_order_relaxed);
   g_signal_count.fetch_add(1, std::memory_order_relaxed);
 }
@@ -50,6 +64,7 @@ sigset_t preemption_signals(int warning_signal) {
   sigemptyset(&set);
   sigaddset(&set, warning_signal);
   sigaddset(&set, SIGTERM);  // always: Slurm's own last word (scancel, the time limit, preemption)
+  sigaddset(&set, SIGINT);   // Ctrl-C: a stop like the others; a second one ends at once
   return set;
 }
 
@@ -111,6 +126,7 @@ void install_preemption_handlers(int warning_signal) {
   // The handlers stay, for a thread started before this call (which does not block the signals).
   install(warning_signal);
   if (warning_signal != SIGTERM) install(SIGTERM);
+  install(SIGINT);
   // No handler may run on a thread that computes: oneDNN's JIT sgemm kernels (the inner products'
   // gemm, on the main thread and OpenMP's) point rsp into a heap buffer while they run, and the
   // kernel writes a signal frame at rsp, over whatever the heap holds there (heap corruption found
@@ -134,6 +150,7 @@ int last_preemption_signal() { return g_last_signal.load(std::memory_order_relax
 void reset_preemption_for_testing() {
   g_signal_count.store(0);
   g_last_signal.store(0);
+  g_interrupts.store(0);
 }
 
 }  // namespace dptrain::ckpt

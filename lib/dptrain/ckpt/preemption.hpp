@@ -5,16 +5,19 @@
 // the training loop polls preemption_requested() between steps, writes a checkpoint and exits with code
 // 75 (EX_TEMPFAIL) so the sbatch script requeues. The first signal replaces the default action, so a
 // second one (Slurm repeats SIGTERM before SIGKILL) cannot kill the process while the checkpoint is
-// being written. The signals are taken by a thread of their own: every other thread blocks them,
-// because a handler running on a thread inside oneDNN's JIT gemm corrupts the heap.
+// being written. Ctrl-C (SIGINT) asks for the same stop; a second Ctrl-C ends the process at once
+// (exit status 130, nothing saved). The signals are taken by a thread of their own: every other
+// thread blocks them, because a handler running on a thread inside oneDNN's JIT gemm corrupts the heap.
 #include <csignal>
 #include <string>
 
+#include "dptrain/core/exit_codes.hpp"
+
 namespace dptrain::ckpt {
 
-// The exit code of a run stopped by a signal or its time limit after writing its checkpoint:
-// EX_TEMPFAIL from sysexits.h, "try again later", which the sbatch scripts turn into a requeue.
-inline constexpr int kExitPreempted = 75;
+// The exit code of a run stopped by a signal or its time limit after writing its checkpoint
+// (core/exit_codes.hpp).
+inline constexpr int kExitPreempted = exit_code::checkpointed_stop;
 
 // The warning signal named as `--preempt-signal` and Slurm's `--signal` take it: USR1, USR2, HUP or
 // TERM, with or without the SIG prefix. Throws dptrain::Error naming the choices otherwise.
@@ -22,7 +25,7 @@ int parse_preemption_signal(const std::string& name);
 // "USR1", "USR2", "HUP", "TERM" (the name without SIG), or the number for another signal.
 std::string preemption_signal_name(int signal_number);
 
-// Blocks `warning_signal` and SIGTERM in the calling thread, and so in every thread it starts
+// Blocks `warning_signal`, SIGTERM and SIGINT in the calling thread, and so in every thread it starts
 // afterwards, and starts the one thread that waits for them (sigwait) and counts them. Call it before
 // any other thread starts (MPI, OpenMP, the loader, NCCL's proxy threads): a thread that does not
 // block them could run the handler (also installed, SA_RESTART, counting only) in the middle of a
@@ -39,7 +42,7 @@ std::string preemption_signal_name(int signal_number);
 void install_preemption_handlers(int warning_signal = SIGUSR1);
 // Whether a signal arrived since start (or since reset_preemption_for_testing()).
 bool preemption_requested();
-// How many warning signals and SIGTERMs arrived.
+// How many warning signals, SIGTERMs and SIGINTs arrived.
 int preemption_signal_count();
 // The number of the last signal received, 0 when none.
 int last_preemption_signal();

@@ -12,6 +12,17 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A command-line option refused after parsing (a rule over several options, a value only the run can
+// judge): the command ends with `code` (exit_code::option_value, option_missing) instead of 1.
+class OptionError : public Error {
+ public:
+  OptionError(int code, const std::string& message) : Error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
 // Builds "what: detail (at file:line)" and throws it. Out of line to keep call sites small.
 [[noreturn]] void throw_call_error(const char* library, const char* call, const std::string& detail, const char* file,
                                    int line);

@@ -36,11 +36,13 @@
 #include <thread>
 #include <vector>
 
+#include "dptrain/core/exit_codes.hpp"
+
 namespace dptrain::distributed {
 
 // The exit code of a job that ended because ranks stopped answering (their nodes are named): a batch
 // script may go on without those nodes. Documented in slurm/README.md.
-constexpr int kExitRanksLost = 76;
+constexpr int kExitRanksLost = exit_code::ranks_lost;
 
 struct StallWatchOptions {
   double timeout_seconds = 300;     // --stall-timeout

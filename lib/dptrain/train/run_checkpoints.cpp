@@ -1,6 +1,7 @@
 #include "dptrain/train/run_checkpoints.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -31,8 +32,16 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, distributed::Communica
   DPTRAIN_CHECK(options_.keep >= 0, "--keep must be 0 (keep all) or more, not ", options_.keep);
   DPTRAIN_CHECK(timeout_seconds_ > 0, "--checkpoint-timeout must be longer than 0 s");
   if (comm_.rank() == 0 && limit_.deadline()) {
-    log_ << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left()
-         << " s from now; the run checkpoints and stops (exit code 75) before it\n";
+    log_ << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left() << " s from now; the run "
+         << (enabled() ? "checkpoints and stops (exit code 75)" : "stops, saving nothing (exit code 79),")
+         << " before it\n";
+  }
+  // Where a stop is to be expected (a batch job, a time limit, a planned stop), say at the start that
+  // without a checkpoint directory it loses the run.
+  const bool stop_expected = limit_.deadline() || options_.stop_at_step > 0 || std::getenv("SLURM_JOB_ID") != nullptr;
+  if (comm_.rank() == 0 && !enabled() && stop_expected) {
+    log_ << "warning: no --checkpoint-dir: a stop (Slurm's signal or time limit, Ctrl-C, --time-limit, "
+            "--stop-at-step) ends the run with nothing saved (exit code 79), and it cannot be continued\n";
   }
   if (enabled()) on_rank0([this] { open_directory(); });
 }
@@ -189,7 +198,9 @@ RunCheckpoints::Next RunCheckpoints::after_step(std::int64_t step, bool last_ste
   if (flags[0] || flags[1]) {
     if (comm_.rank() == 0) {
       log_ << (flags[0] ? "stop requested (signal or --stop-at-step)" : "the time limit is near") << " after step "
-           << step << (enabled() ? "; writing a checkpoint and exiting with code 75\n" : "; exiting with code 75\n");
+           << step
+           << (enabled() ? "; writing a checkpoint and exiting with code 75\n"
+                         : "; no --checkpoint-dir, so nothing is saved; exiting with code 79\n");
     }
     return Next::checkpoint_and_stop;
   }

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "dptrain/ckpt/preemption.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/data/loader.hpp"
 #include "dptrain/train/next_stop.hpp"
 #include "dptrain/train/shared_manifest.hpp"
@@ -374,7 +375,8 @@ bool TrainingRun::finished() const { return s_->stopped || s_->step >= s_->total
 int TrainingRun::run() {
   State& s = *s_;
   while (!finished()) {
-    if (step().stop) return ckpt::kExitPreempted;
+    // 75 tells a batch script "checkpointed: requeue me"; a run that saved nothing must not say so.
+    if (step().stop) return s.checkpoints->enabled() ? exit_code::checkpointed_stop : exit_code::stopped_unsaved;
   }
   s.log->report_summary(s.o.model, s.manifest.name, s.per_rank_batch, s.total_steps - s.first_step, since(s.start),
                         s.last_eval ? &*s.last_eval : nullptr, s.stack->reducer().stats());

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# End-to-end: dptrain's exit codes. `dptrain info --exit-codes` (core/exit_codes.hpp, the one table)
+# lists the same codes as the guide's table (docs/troubleshooting.md), and each code is provoked here
+# and returned: 0, 1, 75, 79, 105, 106, 108, 109, 76 (a frozen rank under mpiexec), Ctrl-C (75 after
+# a checkpoint; a second one 130 at once). 77 (dptrain preflight naming a slow node) is provoked on the
+# Slurm test cluster by e2e_slurm_preflight.
+set -uo pipefail
+dptrain=${1:?usage: $0 DPTRAIN MPIEXEC}
+mpiexec=${2:?usage: $0 DPTRAIN MPIEXEC}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=tests/e2e/e2e_common.sh
+source "$(dirname "$0")/e2e_common.sh"
+
+# The table and the guide.
+table=$("$dptrain" info --exit-codes) || fail "dptrain info --exit-codes failed"
+codes=$(cut -f1 <<< "$table" | sort -n | tr '\n' ' ')
+echo "codes: $codes"
+documented=$(sed -n '/^## Exit codes/,/^## /p' "$repo/docs/troubleshooting.md" | grep -oE '^\| [0-9]+ \|' |
+               grep -oE '[0-9]+' | sort -n | tr '\n' ' ')
+[[ $documented == "$codes" ]] ||
+  fail "docs/troubleshooting.md's exit codes ($documented) are not dptrain info --exit-codes' ($codes)"
+for code in $(sed -n '/^## Exit codes/,/^## /p' "$repo/docs/checkpoints.md" | grep -oE '^\| [0-9]+ \|' | grep -oE '[0-9]+'); do
+  grep -qx "$code" <<< "$(cut -f1 <<< "$table")" || fail "docs/checkpoints.md lists exit code $code, which dptrain has not"
+done
+
+synth_data 512  # 2048 training images: batches of 1024 for the Ctrl-C runs below
+data=$work/data
+# expect CODE WHAT ARGS...: dptrain ARGS exits with CODE; a refusal says "dptrain: error:".
+expect() {
+  local want=$1 what=$2 got
+  shift 2
+  "$dptrain" "$@" > "$work/out.txt" 2>&1
+  got=$?
+  [[ $got -eq $want ]] || { cat "$work/out.txt"; fail "$what: exit code $got, not $want"; }
+  if (( want != 0 && want != 75 && want != 79 )); then
+    grep -q "^dptrain: error: " "$work/out.txt" || { cat "$work/out.txt"; fail "$what: no 'dptrain: error:' line"; }
+  fi
+  echo "ok: $what -> $got"
+}
+train=(train --model lenet --data "$data" --batch-size 4)
+expect 0 "a finished run" "${train[@]}" --steps 2
+expect 1 "a dataset directory without a manifest" train --model lenet --data "$work" --steps 2
+expect 75 "--stop-at-step with a checkpoint directory" "${train[@]}" --steps 20 --stop-at-step 2 --checkpoint-dir "$work/ckpt"
+[[ -f $work/ckpt/latest ]] || fail "exit code 75 without a checkpoint"
+expect 79 "--stop-at-step without a checkpoint directory" "${train[@]}" --steps 20 --stop-at-step 2
+grep -q "warning: no --checkpoint-dir" "$work/out.txt" || { cat "$work/out.txt"; fail "no warning at the start of a run that a stop would lose"; }
+expect 105 "--keep -1" "${train[@]}" --steps 2 --keep -1
+expect 105 "--time-limit 0" "${train[@]}" --steps 2 --time-limit 0
+expect 105 "--schedule Cosine" "${train[@]}" --steps 2 --schedule Cosine
+expect 105 "--checkpoint-every soon" "${train[@]}" --steps 2 --checkpoint-every soon
+expect 105 "--stall-timeout 0" "${train[@]}" --steps 2 --stall-timeout 0
+expect 105 "--steps x" "${train[@]}" --steps x
+expect 105 "--lr with two values" "${train[@]}" --steps 2 --lr
+expect 106 "neither --epochs nor --steps" "${train[@]}"
+expect 106 "no --model" train --data "$data" --steps 2
+expect 108 "--epochs and --steps" "${train[@]}" --steps 2 --epochs 1
+expect 109 "an unknown option" "${train[@]}" --steps 2 --bogus
+expect 109 "an unknown subcommand argument" info extra
+
+# Ctrl-C: a checkpoint and 75; a second Ctrl-C 50 ms after the first, while its step (about half a
+# second with batches of 1024) or its checkpoint is still running: 130 at once.
+interrupt() {  # interrupt TIMES: starts a run, sends SIGINT TIMES times; sets $code to its exit code
+  local times=$1 pid
+  rm -rf "$work/int"
+  "$dptrain" train --model lenet --data "$work/data" --batch-size 1024 --steps 100000 --log-every 1 \
+    --checkpoint-dir "$work/int" > "$work/int.txt" 2>&1 &
+  pid=$!
+  wait_for_line "$work/int.txt" "step 1/" "$pid" 120 "the interrupted run"
+  for _ in $(seq "$times"); do
+    kill -INT "$pid"
+    sleep 0.05
+  done
+  wait "$pid"
+  code=$?
+}
+interrupt 1
+[[ $code -eq 75 && -f $work/int/latest ]] || { cat "$work/int.txt"; fail "one Ctrl-C: exit code $code, not 75 with a checkpoint"; }
+echo "ok: one Ctrl-C -> 75 with a checkpoint"
+interrupt 2
+[[ $code -eq 130 ]] || { cat "$work/int.txt"; fail "two Ctrl-C: exit code $code, not 130"; }
+grep -q "second interrupt" "$work/int.txt" || { cat "$work/int.txt"; fail "two Ctrl-C: no message"; }
+echo "ok: two Ctrl-C -> 130"
+
+# 76: a rank frozen (SIGSTOP) inside the job; rank 0 names it after --stall-timeout (longer than the
+# 5 s after which a rank unheard of is silent, not late) and ends the job.
+run_mpi -n 2 "$dptrain" train --model lenet --data "$work/data" --batch-size 4 --steps 100000 --log-every 1 \
+  --stall-timeout 8s --ranks-per-node 1 > "$work/frozen.txt" 2>&1 &
+job=$!
+wait_for_line "$work/frozen.txt" "step 2/" "$job" 120 "the 2-rank run"
+rank1=$(pgrep -f -n "dptrain train --model lenet --data $work/data --batch-size 4 --steps 100000") ||
+  fail "no rank of the 2-rank run found"
+kill -STOP "$rank1"
+wait "$job"
+code=$?
+kill -CONT "$rank1" 2> /dev/null
+kill -9 "$rank1" 2> /dev/null
+[[ $code -eq 76 ]] || { cat "$work/frozen.txt"; fail "a frozen rank: exit code $code, not 76"; }
+grep -q "stopped answering" "$work/frozen.txt" || { cat "$work/frozen.txt"; fail "a frozen rank: not named"; }
+echo "ok: a frozen rank -> 76"
+echo PASS
