@@ -25,6 +25,32 @@ dptrain_load_profile() {
   export DPTRAIN_PROFILE=$DPTRAIN_PROFILE_FILE
 }
 
+# Plain `sbatch slurm/train.sbatch` loads the default profile (c4130-g) whatever partition the job was
+# given (`sbatch -p gpu`): one line on stderr when the partition Slurm gave the job is not the profile's.
+dptrain_check_partition() {
+  local job=${SLURM_JOB_PARTITION:-} profile=${DPTRAIN_PARTITION:-}
+  [[ -n $job && -n $profile && $job != "$profile" ]] || return 0
+  echo "dptrain-slurm: warning: the job runs in partition '$job' (SLURM_JOB_PARTITION) but profile" \
+       "$DPTRAIN_PROFILE_FILE is for partition '$profile' (DPTRAIN_PARTITION); choose the profile with" \
+       "DPTRAIN_PROFILE=... or slurm/submit.sh --profile" >&2
+}
+
+# The site's environment set-up (module load, spack env activate, ...): DPTRAIN_SETUP names a bash file
+# (absolute, or relative to the submit directory) that the batch scripts source inside the job, after
+# the profile and before they look for dptrain. It runs under `set -e` (a command in it that fails ends
+# the job there) but not `set -u`: module and Spack's shell functions read unset variables.
+dptrain_site_setup() {
+  local file=${DPTRAIN_SETUP:-}
+  [[ -n $file ]] || return 0
+  [[ $file == /* ]] || file=${SLURM_SUBMIT_DIR:-$PWD}/$file
+  [[ -f $file ]] || dptrain_die "DPTRAIN_SETUP=$DPTRAIN_SETUP: no such file ($file)"
+  dptrain_log "site set-up: sourcing $file"
+  set +u
+  # shellcheck source=/dev/null
+  source "$file"
+  set -u
+}
+
 # The dptrain to run: DPTRAIN_BIN, else `dptrain` on PATH, else the repository's CUDA or CPU build.
 dptrain_find_binary() {
   local slurm_dir=$1 candidate

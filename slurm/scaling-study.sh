@@ -21,7 +21,7 @@ where the report will be.
   --sequential            run the bench jobs one after another (each after the previous one ends),
                           so they do not share nodes, switches or a file system with each other
   --wait                  wait for the report job and print the table
-Other bench options (e.g. --image-size 224) follow "--".
+Each option as --opt VALUE or --opt=VALUE. Other bench options (e.g. --image-size 224) follow "--".
 EOF_USAGE
 }
 
@@ -41,6 +41,10 @@ model=
 bench_extra=()
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --gpus=*|--batch-size=*|--steps=*|--warmup=*|--out=*|--profile=*|--time=*)
+      set -- "${1%%=*}" "${1#*=}" "${@:2}" ;;  # --opt=value is --opt value
+  esac
+  case $1 in
     -h|--help) usage; exit 0 ;;
     --gpus) counts=${2:?--gpus needs a list}; shift 2 ;;
     --batch-size) batch=${2:?--batch-size needs a value}; shift 2 ;;
@@ -57,6 +61,13 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -n $model ]] || { usage >&2; exit 2; }
+# The study gives every bench job these itself: one more after "--" would reach dptrain bench twice.
+for arg in "${bench_extra[@]}"; do
+  case ${arg%%=*} in
+    --batch-size|--steps|--warmup) dptrain_die "${arg%%=*} is the study's own option: give it before '--', not after" ;;
+    --model|--out|--json) dptrain_die "${arg%%=*} after '--': the study names the model and its result files itself" ;;
+  esac
+done
 command -v sbatch >/dev/null 2>&1 || dptrain_die "sbatch is not on PATH: run this on a Slurm login node"
 dptrain_load_profile "$here"
 per_node=$DPTRAIN_GPUS_PER_NODE
