@@ -41,8 +41,11 @@ expect() {
 train=(train --model lenet --data "$data" --batch-size 4)
 expect 0 "a finished run" "${train[@]}" --steps 2
 expect 1 "a dataset directory without a manifest" train --model lenet --data "$work" --steps 2
-expect 75 "--stop-at-step with a checkpoint directory" "${train[@]}" --steps 20 --stop-at-step 2 --checkpoint-dir "$work/ckpt"
+expect 75 "--stop-at-step with a checkpoint directory" "${train[@]}" --steps 20 --stop-at-step 2 --checkpoint-dir "$work/ckpt" \
+  --time-limit 2h
 [[ -f $work/ckpt/latest ]] || fail "exit code 75 without a checkpoint"
+# The time limit's line before it must not change how the start line prints the rate (0.1 x 4 / 256).
+grep -q "lr 0.0015625 (0.1 per 256)" "$work/out.txt" || { cat "$work/out.txt"; fail "the start line's learning rate"; }
 expect 79 "--stop-at-step without a checkpoint directory" "${train[@]}" --steps 20 --stop-at-step 2
 grep -q "warning: no --checkpoint-dir" "$work/out.txt" || { cat "$work/out.txt"; fail "no warning at the start of a run that a stop would lose"; }
 expect 105 "--keep -1" "${train[@]}" --steps 2 --keep -1

@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <iostream>
 #include <set>
+#include <sstream>
 
 #include "dptrain/ckpt/checkpoint_directory.hpp"
 #include "dptrain/ckpt/checkpoint_file.hpp"
@@ -32,9 +33,13 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, distributed::Communica
   DPTRAIN_CHECK(options_.keep >= 0, "--keep must be 0 (keep all) or more, not ", options_.keep);
   DPTRAIN_CHECK(timeout_seconds_ > 0, "--checkpoint-timeout must be longer than 0 s");
   if (comm_.rank() == 0 && limit_.deadline()) {
-    log_ << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left() << " s from now; the run "
+    // Formatted apart: std::fixed on the shared log stream would stay and print the start line's
+    // learning rate as "0".
+    std::ostringstream line;
+    line << "time limit: " << std::fixed << std::setprecision(0) << limit_.seconds_left() << " s from now; the run "
          << (enabled() ? "checkpoints and stops (exit code 75)" : "stops, saving nothing (exit code 79),")
          << " before it\n";
+    log_ << line.str();
   }
   // Where a stop is to be expected (a batch job, a time limit, a planned stop), say at the start that
   // without a checkpoint directory it loses the run.
@@ -222,11 +227,12 @@ void RunCheckpoints::write(const std::string& model, Net& net, Sgd& sgd, const c
     const ckpt::WriteReport report = ckpt::write_checkpoint(options_.directory, state);
     last_write_seconds_ = report.seconds;
     const auto removed = ckpt::prune_checkpoints(options_.directory, options_.keep);
-    log_ << "checkpoint " << report.path << ": " << std::fixed << std::setprecision(1)
+    std::ostringstream line;  // formatted apart, as above
+    line << "checkpoint " << report.path << ": " << std::fixed << std::setprecision(1)
          << static_cast<double>(report.bytes) / 1e6 << " MB in " << std::setprecision(2) << report.seconds << " s ("
          << std::setprecision(1) << report.megabytes_per_second() << " MB/s)";
-    if (!removed.empty()) log_ << ", " << removed.size() << " older removed";
-    log_ << "\n" << std::flush;
+    if (!removed.empty()) line << ", " << removed.size() << " older removed";
+    log_ << line.str() << "\n" << std::flush;
   });  // nobody runs ahead (or exits) before the checkpoint is complete
   every_.mark_written();
 }

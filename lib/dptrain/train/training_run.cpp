@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <sstream>
 
 #include "dptrain/ckpt/preemption.hpp"
 #include "dptrain/core/exit_codes.hpp"
@@ -83,6 +84,7 @@ struct TrainingRun::State {
   void start_up();
   void restore();
   void announce();
+  std::string learning_rate_text() const;
   void fetch(data::Batch& into);
   void start_trace();
   void write_trace() noexcept;
@@ -225,6 +227,17 @@ void TrainingRun::State::restore() {
                 total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
 }
 
+// "0.0125 (0.1 per 256)", and on a resume the rate its first step trains with. Formatted in a stream of
+// its own, whatever another line left set on the log's.
+std::string TrainingRun::State::learning_rate_text() const {
+  const LearningRateSchedule& schedule = stack->trainer().schedule();
+  std::ostringstream text;
+  text << schedule.base() << " (" << o.lr << " per 256";
+  if (first_step > 0) text << "; " << schedule.at(first_step) << " at step " << first_step + 1;
+  text << ")";
+  return text.str();
+}
+
 void TrainingRun::State::announce() {
   const data::SplitInfo& train_split = manifest.split("train");
   const int ranks = job->size();
@@ -232,8 +245,7 @@ void TrainingRun::State::announce() {
        << manifest.class_count() << " classes, " << model.image_size << "x" << model.image_size << "x"
        << manifest.channels << "), " << ranks << " rank" << (ranks == 1 ? "" : "s") << " x batch " << per_rank_batch
        << " = " << global_batch << ", " << total_steps << " steps (" << steps_per_epoch << " per epoch), lr "
-       << stack->trainer().schedule().base() << " (" << o.lr << " per 256), " << stack->backend().name() << ", "
-       << o.device.precision << "\n";
+       << learning_rate_text() << ", " << stack->backend().name() << ", " << o.device.precision << "\n";
   if (stack->trainer().loss_scaler().enabled()) *out << "loss scaling: " << describe(tc.loss_scale) << "\n";
   if (ranks > 1) {
     *out << "gradients: " << stack->reducer().communicator().name() << ", " << stack->reducer().bucket_count()
