@@ -111,6 +111,11 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
                 "and take the rest from it; from a checkpoint part-way through a run a classifier that fits "
                 "is kept, so a requeued job resumes exactly")
       ->group(group);
+  cmd->add_flag("--reschedule", o->reschedule,
+                "On a resume whose --steps or --epochs differ from the checkpoint's run: decay the poly or cosine "
+                "schedule over the new length (every rate from there on changes); without it such a resume is "
+                "refused, so that a resume continues its run exactly")
+      ->group(group);
   cmd->add_option("--time-limit", c.time_limit,
                   "Checkpoint and exit with code 75 before this much wall time "
                   "(HH:MM:SS, 90m, 2h); Slurm's end time is used as well. The run stops while the next step, "

@@ -66,7 +66,7 @@ background=""
 saved=$(cat "$dir/latest")
 saved_step=${saved#ckpt-}
 saved_step=$((10#${saved_step%.h5}))
-run takeover 0 "$dptrain" "${common[@]}" "${sane[@]}" --steps $((saved_step + 1)) --checkpoint-dir "$dir"
+run takeover 0 "$dptrain" "${common[@]}" "${sane[@]}" --steps $((saved_step + 1)) --reschedule --checkpoint-dir "$dir"
 expect_in takeover "taking over $dir/dptrain.lock, whose holder ended without releasing it \(.*pid $holder," \
   "the run after the killed holder did not say it took the lock over"
 expect_in takeover "resuming from .*$saved" "the run after the killed holder did not resume from $saved"

@@ -55,6 +55,11 @@ expect 105 "--checkpoint-every soon" "${train[@]}" --steps 2 --checkpoint-every 
 expect 105 "--stall-timeout 0" "${train[@]}" --steps 2 --stall-timeout 0
 expect 105 "--steps x" "${train[@]}" --steps x
 expect 105 "--lr with two values" "${train[@]}" --steps 2 --lr
+# A resume that would change the length a cosine schedule decays over is refused; --reschedule allows it.
+expect 105 "a resume with another length" "${train[@]}" --steps 30 --checkpoint-dir "$work/ckpt"
+grep -q "add --reschedule" "$work/out.txt" || { cat "$work/out.txt"; fail "the refused resume does not name --reschedule"; }
+expect 0 "the same resume with --reschedule" "${train[@]}" --steps 4 --checkpoint-dir "$work/ckpt" --reschedule
+grep -q "^rescheduled: the cosine schedule now decays over 4 steps, not 20" "$work/out.txt" || { cat "$work/out.txt"; fail "no rescheduled line"; }
 expect 106 "neither --epochs nor --steps" "${train[@]}"
 expect 106 "no --model" train --data "$data" --steps 2
 expect 108 "--epochs and --steps" "${train[@]}" --steps 2 --epochs 1

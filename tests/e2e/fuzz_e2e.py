@@ -102,7 +102,7 @@ try:
         newest = "ckpt-000000002.h5"
         mutate(f"{ck}/{newest}", rng)
         what = f"checkpoint mutant {i}"
-        code, err = run(train + ["--data", f"{work}/raw", "--steps", "3", "--checkpoint-dir", ck, "--resume", "auto"],
+        code, err = run(train + ["--data", f"{work}/raw", "--steps", "3", "--checkpoint-dir", ck, "--resume", "auto", "--reschedule"],
                         what + ": resume auto")
         if code != 0:
             failures.append(f"{what}: resume auto did not fall back to the older checkpoint (exit {code}):\n{err[-2000:]}")

@@ -120,7 +120,7 @@ try:
         failures.append(f"eval scores differ with the batch size: {scores}")
     size = os.path.getsize(glob.glob(f"{ck}/ckpt-*.h5")[0])
     for limit in (4096, size // 2):
-        refused(train + ["--steps", "2", "--batch-size", "4", "--lr", "0.01", "--checkpoint-dir", ck, "--resume", "auto",
+        refused(train + ["--steps", "2", "--batch-size", "4", "--lr", "0.01", "--checkpoint-dir", ck, "--resume", "auto", "--reschedule",
                          "--checkpoint-every", "1"], ["ckpt-000000002.h5.tmp", "File too large"],
                 f"checkpoint under a {limit}-byte file limit", fsize=limit)
         if glob.glob(f"{ck}/*.tmp"):

@@ -35,6 +35,7 @@ struct TrainingRunConfig {
   int crop = 0, pad = 0;
   int loader_threads = 0;         // 0: what the rank can spare
   bool reset_classifier = false;  // a resume keeps the fresh classifier (fine-tuning to other classes)
+  bool reschedule = false;        // --reschedule: a resume may change the length a poly or cosine decays over
   int log_every = 50;
   // --trace: each rank's trace of a window of steps to this directory ("" none); the window,
   // --trace-steps FIRST:LAST ("" the default: trace_window in train/trace_file.hpp).

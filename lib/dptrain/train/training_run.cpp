@@ -84,6 +84,8 @@ struct TrainingRun::State {
   void start_up();
   void restore();
   void announce();
+  void check_schedule_length();
+  static bool decays(ScheduleKind kind) { return kind == ScheduleKind::poly || kind == ScheduleKind::cosine; }
   std::string learning_rate_text() const;
   void fetch(data::Batch& into);
   void start_trace();
@@ -221,10 +223,35 @@ void TrainingRun::State::restore() {
          << resume->world_size << " rank" << (resume->world_size == 1 ? "" : "s") << ", global batch "
          << resume->global_batch << ")\n";
   }
+  check_schedule_length();
   DPTRAIN_CHECK(first_step < total_steps, "the checkpoint is at step ", first_step,
                 ", which is not before the last "
                 "step ",
-                total_steps, " of this run: it is finished (raise --steps or --epochs to go on)");
+                total_steps, " of this run: it is finished (to train further, raise --steps or --epochs",
+                (decays(resume->schedule.kind) ? ", with --reschedule" : ""), ")");
+}
+
+// Poly and cosine decay over the whole run, so a resume with another length (raised --steps to extend a
+// finished run, say) would change the rate of every step from here on: a resume continues the run it
+// resumes exactly unless --reschedule asks for the new length. With another global batch the schedule
+// is a new one anyway (the rate scales with the batch, the steps per epoch change).
+void TrainingRun::State::check_schedule_length() {
+  const ScheduleConfig& saved = resume->schedule;
+  if (resume->global_batch != global_batch || !decays(saved.kind) || saved.total_steps == total_steps) return;
+  const double was = LearningRateSchedule(saved).at(first_step);
+  const double now = stack->trainer().schedule().at(first_step);
+  std::ostringstream rates;
+  rates << "the rate of step " << first_step + 1 << " from " << was << " to " << now;
+  if (!o.reschedule) {
+    throw OptionError(
+        exit_code::option_value,
+        detail::concat("the checkpoint's run decays its ", schedule_name(saved.kind), " schedule over ",
+                       saved.total_steps, " steps; this run's would decay over ", total_steps, ", changing ",
+                       rates.str(), ". To continue that run exactly, give its length (--steps ", saved.total_steps,
+                       "); to decay over the new length, add --reschedule"));
+  }
+  *out << "rescheduled: the " << schedule_name(saved.kind) << " schedule now decays over " << total_steps
+       << " steps, not " << saved.total_steps << " (" << rates.str() << ")\n";
 }
 
 // "0.0125 (0.1 per 256)", and on a resume the rate its first step trains with. Formatted in a stream of

@@ -159,7 +159,26 @@ TEST_CASE("a run refuses a finished checkpoint and an ambiguous length", "[train
   CHECK_THROWS_WITH(TrainingRun(c, quiet), Catch::Contains("give exactly one of --epochs and --steps"));
   c.steps = 2;
   { TrainingRun(c, quiet).run(); }
-  CHECK_THROWS_WITH(TrainingRun(c, quiet), Catch::Contains("it is finished (raise --steps or --epochs to go on)"));
+  CHECK_THROWS_WITH(TrainingRun(c, quiet),
+                    Catch::Contains("it is finished (to train further, raise --steps or --epochs, with --reschedule)"));
+  // A longer run from it would decay the cosine schedule over another length: refused unless asked.
+  c.steps = 4;
+  CHECK_THROWS_WITH(TrainingRun(c, quiet), Catch::Contains("decays its cosine schedule over 2 steps") &&
+                                               Catch::Contains("this run's would decay over 4") &&
+                                               Catch::Contains("add --reschedule"));
+  c.reschedule = true;
+  std::ostringstream out;
+  TrainingRun longer(c, out);
+  CHECK(longer.first_step() == 2);
+  CHECK_THAT(out.str(), Catch::Contains("rescheduled: the cosine schedule now decays over 4 steps, not 2"));
+  // The constant schedule does not depend on the length: no refusal.
+  TempDir other;
+  TrainingRunConfig constant = lenet_config(other.path / "ckpt");
+  constant.schedule = "constant";
+  constant.steps = 2;
+  { TrainingRun(constant, quiet).run(); }
+  constant.steps = 4;
+  CHECK(TrainingRun(constant, quiet).first_step() == 2);
 }
 
 TEST_CASE("a second run on a checkpoint directory in use is refused before it trains", "[train][run]") {
@@ -243,6 +262,7 @@ TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh onl
   REQUIRE(!tuned_classifier.empty());
   TrainingRunConfig requeued = f;
   requeued.steps = 3;
+  requeued.reschedule = true;  // longer than the run it resumes
   requeued.checkpoints.resume = "auto";
   std::ostringstream requeued_out;
   TrainingRun again(requeued, requeued_out);
