@@ -52,6 +52,11 @@ void replace_dataset(const std::string& file, const std::string& name,
   create(f.id(), name);
 }
 
+void edit_file(const std::string& file, const std::function<void(hid_t file)>& edit) {
+  h5::Handle f = open_rw(file);
+  edit(f.id());
+}
+
 void create_dataset(hid_t file, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
                     const void* values, const std::vector<hsize_t>& chunk) {
   h5::Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
@@ -74,6 +79,22 @@ void create_external_storage(hid_t file, const std::string& name, hid_t type, co
   h5::Handle create(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   REQUIRE(H5Pset_external(create.id(), external.c_str(), 0, H5F_UNLIMITED) >= 0);
   h5::Handle set(H5Dcreate2(file, name.c_str(), type, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT), H5Dclose);
+  REQUIRE(set.id() >= 0);
+}
+
+void create_soft_link(hid_t file, const std::string& name, const std::string& target) {
+  REQUIRE(H5Lcreate_soft(target.c_str(), file, name.c_str(), H5P_DEFAULT, H5P_DEFAULT) >= 0);
+}
+
+void create_virtual_dataset(hid_t file, const std::string& name, const std::vector<hsize_t>& dims,
+                            const std::string& other, const std::string& target) {
+  h5::Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+  h5::Handle create(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  REQUIRE(H5Pset_virtual(create.id(), space.id(), other.c_str(), target.c_str(), space.id()) >= 0);
+  h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+  REQUIRE(H5Pset_create_intermediate_group(lcpl.id(), 1) >= 0);
+  h5::Handle set(H5Dcreate2(file, name.c_str(), H5T_STD_U8LE, space.id(), lcpl.id(), create.id(), H5P_DEFAULT),
+                 H5Dclose);
   REQUIRE(set.id() >= 0);
 }
 

@@ -21,6 +21,9 @@ void replace_attribute_with(const std::string& file, const std::string& object_p
 void replace_dataset(const std::string& file, const std::string& name,
                      const std::function<void(hid_t file, const std::string& name)>& create);
 
+// Opens `file` read-write and lets `edit(file_id)` change it (add a link, say).
+void edit_file(const std::string& file, const std::function<void(hid_t file)>& edit);
+
 // Replacements for replace_dataset: a dataset of `dims` of `type` with every element written from
 // `values` (or nothing written when `values` is null), chunked as `chunk` when given; a link to
 // dataset `target` of file `other`; a dataset whose bytes live in the external file `external`.
@@ -29,5 +32,10 @@ void create_dataset(hid_t file, const std::string& name, hid_t type, const std::
 void create_external_link(hid_t file, const std::string& name, const std::string& other, const std::string& target);
 void create_external_storage(hid_t file, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
                              const std::string& external);
+// A soft link `name` to `target` in the same file.
+void create_soft_link(hid_t file, const std::string& name, const std::string& target);
+// A virtual dataset `name` of `dims` uint8 whose bytes are those of dataset `target` of file `other`.
+void create_virtual_dataset(hid_t file, const std::string& name, const std::vector<hsize_t>& dims,
+                            const std::string& other, const std::string& target);
 
 }  // namespace dptrain::testing

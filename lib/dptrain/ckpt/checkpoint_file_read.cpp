@@ -22,7 +22,9 @@ h5::Handle open_checkpoint(const std::string& path) {
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.id());
   H5Eclear2(H5E_DEFAULT);
   DPTRAIN_CHECK(id >= 0, "checkpoint ", path, " is not a readable HDF5 file (truncated or corrupt?)");
-  return h5::Handle(id, H5Fclose);
+  h5::Handle file(id, H5Fclose);
+  h5::check_self_contained(file.id(), path);
+  return file;
 }
 
 h5::Handle open_group(hid_t file, const char* name, const std::string& path) {
@@ -30,15 +32,11 @@ h5::Handle open_group(hid_t file, const char* name, const std::string& path) {
   return h5::Handle(DPTRAIN_H5_CHECK(H5Gopen2(file, name, H5P_DEFAULT)), H5Gclose);
 }
 
-// The names (relative to the group) of every link below it, and of those that are not hard links
-// (soft links and links into other files, which we never write and never follow). The callback only
-// collects: an exception must not cross HDF5's C frames.
-struct Links {
-  std::vector<std::string> names, not_hard;
-};
-herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* out) {
-  auto& links = *static_cast<Links*>(out);
-  (info->type == H5L_TYPE_HARD ? links.names : links.not_hard).emplace_back(name);
+// The names (relative to the group) of every link below it: all hard links, since open_checkpoint
+// refused a file with any other. The callback only collects: an exception must not cross HDF5's C
+// frames.
+herr_t collect_link(hid_t, const char* name, const H5L_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
   return 0;
 }
 
@@ -72,12 +70,10 @@ std::vector<NamedTensor> read_section(hid_t file, const char* section, const std
   h5::Handle group = open_group(file, section, path);
   const std::string where = path + " /" + section;
   const std::int64_t count = h5::read_int_attribute(group.id(), "count", where);
-  Links links;
-  DPTRAIN_H5_CHECK(H5Lvisit(group.id(), H5_INDEX_NAME, H5_ITER_INC, collect_link, &links));
-  DPTRAIN_CHECK(links.not_hard.empty(), where, ": '", links.not_hard.empty() ? "" : links.not_hard.front(),
-                "' is a soft or external link; a checkpoint holds its own datasets only");
+  std::vector<std::string> names;
+  DPTRAIN_H5_CHECK(H5Lvisit(group.id(), H5_INDEX_NAME, H5_ITER_INC, collect_link, &names));
   std::vector<std::pair<std::int64_t, NamedTensor>> indexed;
-  for (const std::string& name : links.names) {
+  for (const std::string& name : names) {
     h5::Handle object(DPTRAIN_H5_CHECK(H5Oopen(group.id(), name.c_str(), H5P_DEFAULT)), H5Oclose);
     const H5I_type_t kind = H5Iget_type(object.id());
     if (kind == H5I_GROUP) continue;  // an intermediate group of a nested name

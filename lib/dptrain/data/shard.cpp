@@ -239,7 +239,6 @@ ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, s
   // A chunk cache of about one batch of images: every image is one chunk, read once per epoch.
   DPTRAIN_H5_CHECK(H5Pset_chunk_cache(access.id(), 521, cache_bytes, 1.0));
   DPTRAIN_CHECK(H5Lexists(file_h5_.id(), "images", H5P_DEFAULT) > 0, path, ": has no dataset 'images'");
-  h5::check_hard_link(file_h5_.id(), "images", path);
   data_ = h5::Handle(DPTRAIN_H5_CHECK(H5Dopen2(file_h5_.id(), "images", access.id())), H5Dclose);
   const auto dims = h5::dataset_dims(data_.id());
   DPTRAIN_CHECK(dims.size() == 4 && static_cast<std::int64_t>(dims[0]) == h.samples &&

@@ -39,12 +39,20 @@ void check_element_type(hid_t dataset, Stored type, const std::string& where) {
                 " bytes an element)");
 }
 
+namespace {
+// The dataset's layout, after refusing one whose bytes live in other files.
+H5D_layout_t check_stored_here(hid_t create, const std::string& where) {
+  const H5D_layout_t layout = DPTRAIN_H5_CHECK(H5Pget_layout(create));
+  DPTRAIN_CHECK(layout != H5D_VIRTUAL, where, " is a virtual dataset (its data lives in other files): refused");
+  DPTRAIN_CHECK(DPTRAIN_H5_CHECK(H5Pget_external_count(create)) == 0, where,
+                " keeps its data in external files: refused");
+  return layout;
+}
+}  // namespace
+
 void check_storage(hid_t dataset, const std::string& where) {
   Handle create(DPTRAIN_H5_CHECK(H5Dget_create_plist(dataset)), H5Pclose);
-  const H5D_layout_t layout = DPTRAIN_H5_CHECK(H5Pget_layout(create.id()));
-  DPTRAIN_CHECK(layout != H5D_VIRTUAL, where, " is a virtual dataset (its data lives in other files): refused");
-  DPTRAIN_CHECK(DPTRAIN_H5_CHECK(H5Pget_external_count(create.id())) == 0, where,
-                " keeps its data in external files: refused");
+  const H5D_layout_t layout = check_stored_here(create.id(), where);
   Handle space(DPTRAIN_H5_CHECK(H5Dget_space(dataset)), H5Sclose);
   const hssize_t elements = DPTRAIN_H5_CHECK(H5Sget_simple_extent_npoints(space.id()));
   if (elements == 0) return;
@@ -83,12 +91,54 @@ std::uint64_t checked_bytes(const std::vector<hsize_t>& dims, std::size_t elemen
   return bytes;
 }
 
-void check_hard_link(hid_t location, const std::string& name, const std::string& where) {
-  H5L_info_t info{};
-  DPTRAIN_H5_CHECK(H5Lget_info(location, name.c_str(), &info, H5P_DEFAULT));
-  DPTRAIN_CHECK(info.type == H5L_TYPE_HARD, where, ": '", name, "' is a ",
-                info.type == H5L_TYPE_EXTERNAL ? "link into another file" : "soft link",
-                ", not a dataset of this file");
+namespace {
+// What a visit of the file's links found: every hard link's path, and the first other link. The
+// callback only collects (an exception must not cross HDF5's C frames) and stops at the first
+// refused link.
+struct Structure {
+  std::vector<std::string> hard;
+  std::string refused, what;
+};
+
+std::string describe_link(hid_t file, const char* name, const H5L_info_t& info) {
+  if (info.type != H5L_TYPE_SOFT && info.type != H5L_TYPE_EXTERNAL) return "a user-defined link";
+  std::string value(info.u.val_size + 1, '\0');
+  if (H5Lget_val(file, name, value.data(), value.size(), H5P_DEFAULT) < 0) {
+    return info.type == H5L_TYPE_SOFT ? "a soft link" : "a link into another file";
+  }
+  if (info.type == H5L_TYPE_SOFT) return "a soft link to '" + std::string(value.c_str()) + "'";
+  const char* other = nullptr;
+  const char* object = nullptr;
+  if (H5Lunpack_elink_val(value.data(), value.size(), nullptr, &other, &object) < 0 || !other || !object) {
+    return "a link into another file";
+  }
+  return "a link into another file (" + std::string(other) + ":" + object + ")";
+}
+
+herr_t visit_link(hid_t file, const char* name, const H5L_info_t* info, void* out) {
+  auto& found = *static_cast<Structure*>(out);
+  if (info->type == H5L_TYPE_HARD) {
+    found.hard.emplace_back(name);
+    return 0;
+  }
+  found.refused = name;
+  found.what = describe_link(file, name, *info);
+  return 1;  // one is enough: stop the visit
+}
+}  // namespace
+
+void check_self_contained(hid_t file, const std::string& where) {
+  // H5Lvisit reports soft and external links without following them, and enters each group once.
+  Structure found;
+  DPTRAIN_H5_CHECK(H5Lvisit(file, H5_INDEX_NAME, H5_ITER_INC, visit_link, &found));
+  DPTRAIN_CHECK(found.refused.empty(), where, ": '/", found.refused, "' is ", found.what,
+                "; dptrain reads only objects a file holds itself: refused");
+  for (const std::string& name : found.hard) {
+    Handle object(DPTRAIN_H5_CHECK(H5Oopen(file, name.c_str(), H5P_DEFAULT)), H5Oclose);
+    if (H5Iget_type(object.id()) != H5I_DATASET) continue;
+    Handle create(DPTRAIN_H5_CHECK(H5Dget_create_plist(object.id())), H5Pclose);
+    check_stored_here(create.id(), where + ": dataset '/" + name + "'");
+  }
 }
 
 }  // namespace dptrain::h5

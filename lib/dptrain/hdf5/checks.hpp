@@ -19,8 +19,8 @@ enum class Stored { u8, label, u64, f32 };
 // `dataset`'s element type is `type` (class, size and sign), with no conversion to hide a mismatch.
 void check_element_type(hid_t dataset, Stored type, const std::string& where);
 
-// `dataset`'s bytes are all in this file and all written: not virtual, no external storage, and
-// allocated (contiguous), every chunk written (chunked).
+// `dataset`'s bytes are all in this file and all written: not virtual, no external storage (as
+// check_self_contained), and allocated (contiguous), every chunk written (chunked).
 void check_storage(hid_t dataset, const std::string& where);
 
 // The bytes of `dims` elements of `element_size` bytes, refused (an Error naming `where`) when the
@@ -28,7 +28,11 @@ void check_storage(hid_t dataset, const std::string& where);
 std::uint64_t checked_bytes(const std::vector<hsize_t>& dims, std::size_t element_size, std::uint64_t cap,
                             const std::string& where);
 
-// `name` below `location` is a hard link (not soft, not external): an Error naming `where` otherwise.
-void check_hard_link(hid_t location, const std::string& name, const std::string& where);
+// The rule for every HDF5 file we read (shards, checkpoints, weights): the file holds every object
+// it names. Every link at every level is a hard link (no soft link, no link into another file, no
+// user-defined link) and every dataset keeps its bytes in this file (not virtual, no external
+// storage). Checked once when the file is opened, from its structure alone, before any value is
+// read: an Error naming the file (`where`) and the first object that breaks the rule.
+void check_self_contained(hid_t file, const std::string& where);
 
 }  // namespace dptrain::h5

@@ -59,12 +59,13 @@ Handle open_file(const std::string& path) {
   const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   H5Eclear2(H5E_DEFAULT);
   DPTRAIN_CHECK(id >= 0, path, ": not a readable HDF5 file (truncated or corrupt?)");
-  return Handle(id, H5Fclose);
+  Handle file(id, H5Fclose);
+  check_self_contained(file.id(), path);
+  return file;
 }
 
 Handle open_dataset(hid_t file, const std::string& name, const std::string& path_for_errors) {
   DPTRAIN_CHECK(H5Lexists(file, name.c_str(), H5P_DEFAULT) > 0, path_for_errors, ": has no dataset '", name, "'");
-  check_hard_link(file, name, path_for_errors);
   return Handle(DPTRAIN_H5_CHECK(H5Dopen2(file, name.c_str(), H5P_DEFAULT)), H5Dclose);
 }
 

@@ -56,7 +56,8 @@ void quiet_errors();
 Handle create_file(const std::string& path);  // truncates
 // The same with file access properties `access` (the format version bounds, say).
 Handle create_file(const std::string& path, hid_t access);
-Handle open_file(const std::string& path);  // read-only; a clear Error naming the path when it fails
+// Read-only; a clear Error naming the path when it fails or breaks check_self_contained's rule.
+Handle open_file(const std::string& path);
 Handle open_dataset(hid_t file, const std::string& name, const std::string& path_for_errors);
 
 // Attributes on an object (the file's root group for shards).

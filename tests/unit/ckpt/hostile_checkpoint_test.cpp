@@ -42,7 +42,27 @@ TEST_CASE("a crafted checkpoint is refused naming the file, and resume auto skip
     replace_dataset(newest, "/params/layer1/weight", [&](hid_t file, const std::string& name) {
       create_external_link(file, name, older, "/params/layer1/weight");
     });
-    expected = "is a soft or external link";
+    expected = "'/params/layer1/weight' is a link into another file (" + older + ":/params/layer1/weight)";
+  }
+  SECTION("the parameters group a link into another checkpoint") {
+    replace_dataset(newest, "/params",
+                    [&](hid_t file, const std::string& name) { create_external_link(file, name, older, "/params"); });
+    expected = "'/params' is a link into another file (" + older + ":/params)";
+  }
+  SECTION("the momentum group a soft link to the parameters") {
+    replace_dataset(newest, "/optimizer/momentum",
+                    [&](hid_t file, const std::string& name) { create_soft_link(file, name, "/params"); });
+    expected = "'/optimizer/momentum' is a soft link to '/params'";
+  }
+  SECTION("a link at the root the reader never reads") {
+    edit_file(newest, [&](hid_t file) { create_external_link(file, "notes", older, "/progress"); });
+    expected = "'/notes' is a link into another file";
+  }
+  SECTION("a virtual dataset the reader never reads") {
+    edit_file(newest, [&](hid_t file) {
+      create_virtual_dataset(file, "/progress/extra", {8}, older, "/params/layer1/weight");
+    });
+    expected = "dataset '/progress/extra' is a virtual dataset";
   }
   SECTION("a weight whose bytes are in an external file") {
     replace_dataset(newest, "/params/layer1/weight", [&](hid_t file, const std::string& name) {

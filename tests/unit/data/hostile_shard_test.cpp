@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "dptrain/data/shard.hpp"
+#include "dptrain/hdf5/handle.hpp"
 #include "support/error_testing.hpp"
 #include "support/hdf5_surgery.hpp"
 #include "support/temp_dir.hpp"
@@ -116,7 +117,8 @@ TEST_CASE("external links, external storage and virtual datasets are refused", "
     std::filesystem::copy_file(path, other);
     replace_dataset(path, "images",
                     [&](hid_t file, const std::string& name) { create_external_link(file, name, other, "/images"); });
-    CHECK_THAT(open_error(path), Contains(path) && Contains("'images' is a link into another file"));
+    CHECK_THAT(open_error(path),
+               Contains(path) && Contains("'/images' is a link into another file (" + other + ":/images)"));
   }
   SECTION("external storage") {
     const std::string raw = (dir.path / "pixels.bin").string();
@@ -130,14 +132,19 @@ TEST_CASE("external links, external storage and virtual datasets are refused", "
     const std::string other = (dir.path / "other.h5").string();
     std::filesystem::copy_file(path, other);
     replace_dataset(path, "images", [&](hid_t file, const std::string& name) {
-      const hsize_t dims[4] = {4, 2, 2, 1};
-      h5::Handle space(H5Screate_simple(4, dims, nullptr), H5Sclose);
-      h5::Handle create(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-      REQUIRE(H5Pset_virtual(create.id(), space.id(), other.c_str(), "/images", space.id()) >= 0);
-      h5::Handle set(H5Dcreate2(file, name.c_str(), H5T_STD_U8LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT),
-                     H5Dclose);
-      REQUIRE(set.id() >= 0);
+      create_virtual_dataset(file, name, {4, 2, 2, 1}, other, "/images");
     });
     CHECK_THAT(open_error(path), Contains("is a virtual dataset"));
+  }
+  SECTION("a link the reader never reads, at the root or deep in a group") {
+    const std::string where = GENERATE(as<std::string>{}, "notes", "extra/deeper/notes");
+    edit_file(path, [&](hid_t file) {
+      h5::Handle extra(H5Gcreate2(file, "extra", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+      h5::Handle deeper(H5Gcreate2(extra.id(), "deeper", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose);
+      REQUIRE(deeper.id() >= 0);
+      create_soft_link(file, where, "/labels");
+    });
+    CHECK_THAT(open_error(path), Contains(path) && Contains("'/" + where + "' is a soft link to '/labels'"));
+    CHECK_THAT(error_of([&] { data::read_shard_header(path); }), Contains("'/" + where + "' is a soft link"));
   }
 }
