@@ -21,7 +21,7 @@ void add_job_control_options(CLI::App* cmd, distributed::JobOptions& o) {
   cmd->add_option("--stall-timeout", o.stall_timeout,
                   "Abort the job when a collective waits longer than this (300s, 5m, 1h), naming the ranks that "
                   "stopped answering (exit code 76) or else the late ones")
-      ->check(positive_duration())
+      ->check(positive_duration("--stall-timeout"))
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--failure-report", o.failure_report,

@@ -66,12 +66,8 @@ CLI::Validator parsed_by(std::string description, std::function<void(const std::
       std::move(description));
 }
 
-CLI::Validator positive_duration() {
-  return parsed_by("DURATION", [](const std::string& text) {
-    const std::optional<double> seconds = duration_seconds(text);
-    DPTRAIN_CHECK(seconds && *seconds > 0, "'", text,
-                  "' is not a duration longer than 0 s; use 90s, 30m, 2h or HH:MM:SS");
-  });
+CLI::Validator positive_duration(std::string option) {
+  return parsed_by("DURATION", [option](const std::string& text) { parse_positive_duration_seconds(text, option); });
 }
 
 }  // namespace dptrain::app

@@ -22,6 +22,6 @@ CLI::Validator from_zero_below_one();
 // (exit code 105) exactly what the run would, before any work.
 CLI::Validator parsed_by(std::string description, std::function<void(const std::string&)> parse);
 // A duration (90s, 30m, 2h, HH:MM:SS; core/duration.hpp) longer than 0 s.
-CLI::Validator positive_duration();
+CLI::Validator positive_duration(std::string option);
 
 }  // namespace dptrain::app

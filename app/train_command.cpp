@@ -126,7 +126,7 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
                   "How long the other ranks wait for rank 0's checkpoint work (writing one; reading and "
                   "validating the candidates at resume) before the stall watchdog aborts the job (instead of "
                   "--stall-timeout)")
-      ->check(positive_duration())
+      ->check(positive_duration("--checkpoint-timeout"))
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--stop-at-step", c.stop_at_step,
@@ -144,9 +144,6 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
                   "(checkpoint and exit 75); slurm/train.sbatch holds back an earlier signal")
       ->group(group);
   return [o, step_hooks] {
-    if ((o->epochs > 0) == (o->steps > 0)) {
-      throw OptionError(exit_code::option_missing, "give how long to train: --epochs N or --steps N");
-    }
     TrainingRun run(*o, std::cout);
     for (StepHooks* hooks : step_hooks) run.net().add_step_hooks(*hooks);
     return run.run();

@@ -113,4 +113,11 @@ double parse_duration_seconds(const std::string& text, const std::string& what) 
   return *seconds;
 }
 
+double parse_positive_duration_seconds(const std::string& text, const std::string& what) {
+  const std::optional<double> seconds = duration_seconds(text);
+  DPTRAIN_CHECK(seconds && *seconds > 0, what, " '", text,
+                "' is not a duration longer than 0 s (examples: 90s, 30m, 2h, 01:30:00)");
+  return *seconds;
+}
+
 }  // namespace dptrain

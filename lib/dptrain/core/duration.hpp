@@ -22,6 +22,8 @@ bool has_unit(const std::string& text);
 
 // Seconds; throws dptrain::Error naming `what` (the flag) on anything else.
 double parse_duration_seconds(const std::string& text, const std::string& what);
+// The same for a duration that must be longer than 0 s (a timeout).
+double parse_positive_duration_seconds(const std::string& text, const std::string& what);
 
 // A non-negative integer of at most 12 decimal digits (no sign, no spaces), or nullopt: step counts,
 // epoch seconds, the fields of Slurm's clock forms.

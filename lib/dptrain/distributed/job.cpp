@@ -19,10 +19,9 @@ Job::Job(const JobOptions& options, int visible_devices) : options_(recording_cr
   DPTRAIN_CHECK(options_.bucket_mb > 0, "--bucket-mb must be positive, not ", options_.bucket_mb);
   CommunicatorOptions comm;
   comm.kind = parse_allreduce_kind(options_.allreduce);
-  comm.stall_timeout_seconds = parse_duration_seconds(options_.stall_timeout, "--stall-timeout");
-  comm.failure_report = options_.failure_report;
   // Checked on one rank too, so that a job script's typo fails on a laptop before it reaches a cluster.
-  DPTRAIN_CHECK(comm.stall_timeout_seconds > 0, "--stall-timeout must be positive, not '", options_.stall_timeout, "'");
+  comm.stall_timeout_seconds = parse_positive_duration_seconds(options_.stall_timeout, "--stall-timeout");
+  comm.failure_report = options_.failure_report;
   const MPI_Comm world = session_.active() ? MPI_COMM_WORLD : MPI_COMM_NULL;
   topology_ = discover_topology(world, options_.ranks_per_node, visible_devices, nullptr);
   launch_warnings_ = check_launch(topology_, gather_launches(world, local_launch(visible_devices)));

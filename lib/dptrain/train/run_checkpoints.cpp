@@ -29,9 +29,8 @@ RunCheckpoints::RunCheckpoints(CheckpointOptions options, distributed::Communica
       log_(log),
       every_(ckpt::CheckpointEvery::parse(options_.every)),
       limit_(ckpt::TimeLimit::from_environment(options_.time_limit)),
-      timeout_seconds_(parse_duration_seconds(options_.timeout, "--checkpoint-timeout")) {
+      timeout_seconds_(parse_positive_duration_seconds(options_.timeout, "--checkpoint-timeout")) {
   DPTRAIN_CHECK(options_.keep >= 0, "--keep must be 0 (keep all) or more, not ", options_.keep);
-  DPTRAIN_CHECK(timeout_seconds_ > 0, "--checkpoint-timeout must be longer than 0 s");
   if (comm_.rank() == 0 && limit_.deadline()) {
     // Formatted apart: std::fixed on the shared log stream would stay and print the start line's
     // learning rate as "0".

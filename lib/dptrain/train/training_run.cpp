@@ -95,7 +95,9 @@ struct TrainingRun::State {
 };
 
 void TrainingRun::State::start_up() {
-  DPTRAIN_CHECK((o.epochs > 0) != (o.steps > 0), "give exactly one of --epochs and --steps");
+  if ((o.epochs > 0) == (o.steps > 0)) {
+    throw OptionError(exit_code::option_missing, "give how long to train: exactly one of --epochs N and --steps N");
+  }
   // First of all: the preemption signal (--preempt-signal, USR1 by default) or TERM from here on is
   // remembered and honoured at the first step boundary (checkpoint, exit 75) instead of killing the
   // rank while MPI and the data are still starting; and before NCCL can start a thread.

@@ -10,6 +10,7 @@
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/preemption.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/interop/weights.hpp"
 #include "dptrain/net/net.hpp"
 #include "support/dataset_testing.hpp"
@@ -156,7 +157,14 @@ TEST_CASE("a run refuses a finished checkpoint and an ambiguous length", "[train
   TempDir dir;
   TrainingRunConfig c = lenet_config(dir.path / "ckpt");
   std::ostringstream quiet;
-  CHECK_THROWS_WITH(TrainingRun(c, quiet), Catch::Contains("give exactly one of --epochs and --steps"));
+  CHECK_THROWS_WITH(TrainingRun(c, quiet), Catch::Contains("exactly one of --epochs N and --steps N"));
+  // The exit code the command line gives a missing option, from the library itself.
+  try {
+    TrainingRun run(c, quiet);
+    FAIL("a run of no length started");
+  } catch (const OptionError& e) {
+    CHECK(e.code() == exit_code::option_missing);
+  }
   c.steps = 2;
   { TrainingRun(c, quiet).run(); }
   CHECK_THROWS_WITH(TrainingRun(c, quiet),
