@@ -87,7 +87,9 @@ dptrain_sbatch_options() {
 }
 
 # The launcher of a job step on every rank of the allocation, into the array `launcher`:
-# srun with the profile's MPI plugin and binding, or mpiexec when DPTRAIN_SRUN_MPI=none.
+# srun with the profile's MPI plugin and binding, or mpiexec when DPTRAIN_SRUN_MPI=none (Open MPI:
+# its exit code is the first failed rank's; it forwards USR1 and USR2 to the ranks, and answers TERM,
+# HUP and INT by ending them, TERM after a second and SIGKILL a second later, and returning 1).
 dptrain_launcher() {
   local cpus=${SLURM_CPUS_PER_TASK:-${DPTRAIN_CPUS_PER_TASK:-1}}
   export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$cpus}
@@ -103,6 +105,46 @@ dptrain_launcher() {
   if [[ -n ${DPTRAIN_GPU_BIND:-} && ${DPTRAIN_GPUS_PER_NODE:-0} -gt 0 ]]; then
     launcher+=("--gpu-bind=$DPTRAIN_GPU_BIND")
   fi
+  return 0
+}
+
+# Open MPI 4's mpiexec reports a rank that exits with a code other than 0 in two boxed messages on its
+# standard error: "Primary job terminated normally, but 1 process returned a non-zero exit code. Per
+# user-direction, the job has been aborted." and "mpiexec detected that one or more processes exited
+# with non-zero status ... Exit code: 75". For 75 (checkpointed, requeue) that is no error. This filter
+# of mpiexec's standard error drops those two boxes when the code is 75 and passes every other line on
+# as it comes (mpiexec --quiet would hide Open MPI's real error messages too). It ignores the stop
+# signals: mpiexec writes through it until mpiexec ends.
+dptrain_mpiexec_filter() {
+  trap '' TERM HUP INT USR1 USR2
+  local line in_box="" box=() held=()
+  while IFS= read -r line || [[ -n $line ]]; do
+    if [[ -z $in_box ]]; then
+      if [[ $line =~ ^-{20,}$ ]]; then
+        in_box=1
+        box=("$line")
+      else
+        (( ${#held[@]} == 0 )) || printf '%s\n' "${held[@]}"
+        held=()
+        printf '%s\n' "$line"
+      fi
+      continue
+    fi
+    box+=("$line")
+    [[ $line =~ ^-{20,}$ ]] || continue
+    in_box=""
+    if [[ ${#held[@]} -eq 0 && ${box[*]} == *"Per user-direction, the job has been aborted."* ]]; then
+      held=("${box[@]}")  # kept until the next box tells the exit code
+    elif [[ ${box[*]} == *"exited with non-zero status"* && ${box[*]} =~ Exit\ code:\ +75(\ |$) ]]; then
+      held=()
+    else
+      (( ${#held[@]} == 0 )) || printf '%s\n' "${held[@]}"
+      held=()
+      printf '%s\n' "${box[@]}"
+    fi
+  done
+  (( ${#held[@]} == 0 )) || printf '%s\n' "${held[@]}"
+  (( ${#box[@]} == 0 )) || [[ -z $in_box ]] || printf '%s\n' "${box[@]}"
   return 0
 }
 
