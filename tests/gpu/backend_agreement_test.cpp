@@ -209,7 +209,10 @@ TEST_CASE("softmax cross-entropy and dropout: CPU and GPU agree", "[gpu][loss][d
   SoftmaxCrossEntropySpec loss_spec;
   loss_spec.logits = Shape{5, 11};
   loss_spec.label_smoothing = 0.1f;
-  const Tensor logits = random_tensor(loss_spec.logits, 40, -4.f, 4.f);
+  Tensor logits = random_tensor(loss_spec.logits, 40, -4.f, 4.f);
+  // Ties with the label, which count against it: row 0 all equal, row 1 its first classes equal.
+  std::fill_n(logits.data<float>(), 11, 0.5f);
+  std::fill_n(logits.data<float>() + 11, 4, 1.25f);
   const Tensor labels = testing::random_labels(5, 11, 41);
   DropoutSpec dropout;
   dropout.input = Shape{3, 4, 5, 5};
@@ -221,19 +224,20 @@ TEST_CASE("softmax cross-entropy and dropout: CPU and GPU agree", "[gpu][loss][d
         auto plan = be.make_softmax_cross_entropy(loss_spec);
         // Logits and their gradient are activations; probabilities and the loss are f32 everywhere.
         Tensor Z = on_activation(be, logits), p = be.allocate(loss_spec.logits), loss = be.allocate(Shape{1});
-        Tensor dz = activation(be, loss_spec.logits);
-        // Labels stay on the host, as the net keeps them; the loss averages all rows but the last (the
-        // padding of an evaluation's short batch).
-        plan->forward(Z, labels, p, loss, std::max<std::int64_t>(1, loss_spec.logits[0] - 1));
+        Tensor dz = activation(be, loss_spec.logits), correct = be.allocate(Shape{2});
+        // Labels stay on the host, as the net keeps them; the loss and the top-k counts take all rows
+        // but the last (the padding of an evaluation's short batch).
+        plan->forward(Z, labels, p, loss, correct, std::max<std::int64_t>(1, loss_spec.logits[0] - 1));
         plan->backward(p, labels, 0.5f, dz);
         auto drop = be.make_dropout(dropout);
         Tensor X = on_activation(be, x), DY = on_activation(be, dy), y = activation(be, dropout.input);
         Tensor dx = activation(be, dropout.input);
         drop->forward(X, y, position);
         drop->backward(DY, dx);
-        return gpu_testing::to_host(be, {&p, &loss, &dz, &y, &dx});
+        return gpu_testing::to_host(be, {&p, &loss, &correct, &dz, &y, &dx});
       },
-      {"probabilities", "loss", "logits gradient", "dropout output", "dropout input gradient"});
+      {"probabilities", "loss", "top-1 and top-5 counts", "logits gradient", "dropout output",
+       "dropout input gradient"});
 }
 
 // Every op case of support/op_cases, through the op's layer: the shapes and parameters the CPU checks

@@ -32,17 +32,17 @@ std::vector<Tensor> two_steps(Backend& be, const SoftmaxCrossEntropySpec& spec, 
   if (late && !be.device().is_cpu()) delay = std::make_unique<gpu_testing::ComputeDelay>(be);
   Tensor labels = Tensor::empty(Shape{spec.logits[0]}, DType::i32);  // one host buffer, as the net has
   Tensor z = on_activation(be, logits), p1 = be.allocate(spec.logits), loss1 = be.allocate(Shape{1});
-  Tensor dz1 = activation(be, spec.logits);
+  Tensor dz1 = activation(be, spec.logits), correct1 = be.allocate(Shape{2}), correct2 = be.allocate(Shape{2});
   set_labels(labels, forward_labels);
   if (delay) delay->queue(30);
-  plan->forward(z, labels, p1, loss1, spec.logits[0]);
+  plan->forward(z, labels, p1, loss1, correct1, spec.logits[0]);
   set_labels(labels, backward_labels);
   plan->backward(p1, labels, 1.f, dz1);
   Tensor p2 = be.allocate(spec.logits), loss2 = be.allocate(Shape{1}), dz2 = activation(be, spec.logits);
   set_labels(labels, second_step_labels);
-  plan->forward(z, labels, p2, loss2, spec.logits[0]);
+  plan->forward(z, labels, p2, loss2, correct2, spec.logits[0]);
   plan->backward(p2, labels, 1.f, dz2);
-  return gpu_testing::to_host(be, {&p1, &loss1, &dz1, &p2, &loss2, &dz2});
+  return gpu_testing::to_host(be, {&p1, &loss1, &dz1, &correct1, &p2, &loss2, &dz2, &correct2});
 }
 }  // namespace
 
@@ -56,8 +56,9 @@ TEST_CASE("the loss follows its labels' values when it reuses the forward's devi
   Tensor a_but_last = Tensor::empty(Shape{37}, DType::i32);
   set_labels(a_but_last, a);
   a_but_last.data<std::int32_t>()[36] = (a.data<std::int32_t>()[36] + 1) % 13;
-  const std::vector<std::string> names = {"step 1 probabilities", "step 1 loss", "step 1 logits gradient",
-                                          "step 2 probabilities", "step 2 loss", "step 2 logits gradient"};
+  const std::vector<std::string> names = {
+      "step 1 probabilities", "step 1 loss", "step 1 logits gradient", "step 1 top-1 and top-5 counts",
+      "step 2 probabilities", "step 2 loss", "step 2 logits gradient", "step 2 top-1 and top-5 counts"};
   SECTION("the same labels in forward and backward, then new ones in the same buffer") {
     gpu_testing::expect_agreement_in_all_precisions([&](Backend& be) { return two_steps(be, spec, logits, a, a, b); },
                                                     names);
@@ -75,12 +76,12 @@ TEST_CASE("the loss follows its labels' values when it reuses the forward's devi
     Tensor labels = Tensor::empty(Shape{37}, DType::i32);
     set_labels(labels, a);
     Tensor z = on_activation(be, logits), p = be.allocate(spec.logits), loss = be.allocate(Shape{1});
-    Tensor dz = activation(be, spec.logits);
-    plan->forward(z, labels, p, loss, 37);
+    Tensor dz = activation(be, spec.logits), correct = be.allocate(Shape{2});
+    plan->forward(z, labels, p, loss, correct, 37);
     plan->backward(p, labels, 1.f, dz);
     labels.data<std::int32_t>()[20] = 13;
     CHECK_THROWS_WITH(plan->backward(p, labels, 1.f, dz), Catch::Contains("sample 20 has label 13"));
-    CHECK_THROWS_WITH(plan->forward(z, labels, p, loss, 37), Catch::Contains("sample 20 has label 13"));
+    CHECK_THROWS_WITH(plan->forward(z, labels, p, loss, correct, 37), Catch::Contains("sample 20 has label 13"));
   }
 }
 

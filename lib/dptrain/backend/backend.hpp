@@ -113,8 +113,11 @@ class SoftmaxCrossEntropyPlan {
   virtual ~SoftmaxCrossEntropyPlan() = default;
   // `loss` is a one-element tensor: the mean over the first `counted_rows` rows of the batch (the
   // rest pad a short final batch of an evaluation; every row gets its probabilities).
-  // `probabilities` has the logits' shape.
-  virtual void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss,
+  // `probabilities` has the logits' shape. `correct` (two f32, exact integers) receives how many of
+  // the counted rows have their label among the 1 and the min(5, classes) most probable classes, by
+  // core/accuracy.hpp's rule: computed where the probabilities are, so that a step reads back a few
+  // bytes instead of the probabilities.
+  virtual void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss, Tensor& correct,
                        std::int64_t counted_rows) = 0;
   // d(loss_weight * loss)/d(logits).
   virtual void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight, Tensor& dlogits) = 0;
@@ -222,6 +225,13 @@ class Backend {
   virtual Tensor allocate_input(Shape shape) { return allocate(std::move(shape), activation_dtype(precision())); }
   // A host copy, plain layout; a bf16/f16 tensor comes back as f32 (the host never computes in 16 bits).
   virtual Tensor to_host(const Tensor& t) = 0;
+  // Several small tensors at once, with one wait for the device instead of one each: what a step
+  // reads back (its losses and top-k counts).
+  virtual std::vector<Tensor> to_host_together(std::span<const Tensor* const> tensors) {
+    std::vector<Tensor> host;
+    for (const Tensor* t : tensors) host.push_back(to_host(*t));
+    return host;
+  }
   // From a plain host tensor of t's element type, or from f32 into a bf16/f16 tensor (converted).
   virtual void copy_from_host(const Tensor& host, Tensor& t) = 0;
 

@@ -20,6 +20,7 @@ Shape SoftmaxCrossEntropy::setup(std::span<const Shape> inputs, Backend& backend
   plan_ = backend.make_softmax_cross_entropy(spec_);
   backend_ = &backend;
   probabilities_ = Tensor();  // made by the first forward: a net built for an estimate allocates nothing
+  correct_ = Tensor();
   return Shape{1};
 }
 
@@ -27,7 +28,8 @@ void SoftmaxCrossEntropy::forward(const PassContext&, std::span<const Tensor* co
   check_input(*inputs[0], logits_shape_, 0);
   check_input(*inputs[1], labels_shape_, 1);
   if (!probabilities_.defined() || probabilities_.numel() == 0) probabilities_ = backend_->allocate(spec_.logits);
-  plan_->forward(inputs[0]->reshaped(spec_.logits), *inputs[1], probabilities_, output,
+  if (!correct_.defined()) correct_ = backend_->allocate(Shape{2});
+  plan_->forward(inputs[0]->reshaped(spec_.logits), *inputs[1], probabilities_, output, correct_,
                  counted_rows_ < 0 ? spec_.logits[0] : counted_rows_);
 }
 

@@ -25,8 +25,11 @@ class SoftmaxCrossEntropy final : public Layer {
   // The loss of the next forwards is the mean over the batch's first `rows` samples (an evaluation's
   // short final batch is padded with repeats); negative: every sample.
   void set_counted_rows(std::int64_t rows) { counted_rows_ = rows; }
-  // Softmax of the latest forward's logits, [N, classes]: for accuracy.
+  // Softmax of the latest forward's logits, [N, classes].
   const Tensor& probabilities() const { return probabilities_; }
+  // Of the latest forward's counted samples, how many have their label among the 1 and the
+  // min(5, classes) most probable classes: two f32 on the backend's device (SoftmaxCrossEntropyPlan).
+  const Tensor& correct() const { return correct_; }
 
  private:
   SoftmaxCrossEntropySpec spec_;
@@ -37,6 +40,7 @@ class SoftmaxCrossEntropy final : public Layer {
   std::unique_ptr<SoftmaxCrossEntropyPlan> plan_;
   Backend* backend_ = nullptr;
   Tensor probabilities_;
+  Tensor correct_;
 };
 
 }  // namespace dptrain

@@ -29,14 +29,25 @@ void Net::run_forward(const PassContext& ctx) {
   last_training_ = ctx.training;
 }
 
-double Net::total_loss() const {
-  double total = 0;
+Net::Scores Net::scores() const {
+  std::vector<const Tensor*> read;
+  std::vector<float> weights;
   for (const Node& node : nodes_) {
     if (!node.is_loss || (node.training_only && !last_training_)) continue;
-    const auto& loss = static_cast<const SoftmaxCrossEntropy&>(*node.layer);
-    total += loss.loss_weight() * static_cast<double>(backend_->to_host(node.output).data<float>()[0]);
+    read.push_back(&node.output);
+    weights.push_back(static_cast<const SoftmaxCrossEntropy&>(*node.layer).loss_weight());
   }
-  return total;
+  const Tensor& correct =
+      static_cast<const SoftmaxCrossEntropy&>(*nodes_[static_cast<std::size_t>(main_loss_)].layer).correct();
+  if (correct.defined()) read.push_back(&correct);
+  const std::vector<Tensor> host = backend_->to_host_together(read);
+  Scores s;
+  for (std::size_t i = 0; i < weights.size(); ++i) s.loss += weights[i] * static_cast<double>(host[i].data<float>()[0]);
+  if (correct.defined()) {
+    s.top1 = static_cast<std::int64_t>(host.back().data<float>()[0]);
+    s.top5 = static_cast<std::int64_t>(host.back().data<float>()[1]);
+  }
+  return s;
 }
 
 void Net::set_loss_scale(float scale) {

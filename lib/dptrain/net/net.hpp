@@ -26,8 +26,16 @@ class Net {
   double forward(const PassContext& ctx);
   // The forward pass without reading anything back: on a GPU the host only queues the work.
   void run_forward(const PassContext& ctx);
-  // The weighted sum of the losses of the latest forward (waits for the device).
-  double total_loss() const;
+  // What the latest forward scored, read back in one transfer (one wait for the device): the
+  // weighted sum of its losses, and how many of the main classifier's counted samples have their
+  // label in its top 1 and top 5 (top min(5, classes)).
+  struct Scores {
+    double loss = 0;
+    std::int64_t top1 = 0, top5 = 0;
+  };
+  Scores scores() const;
+  // scores().loss.
+  double total_loss() const { return scores().loss; }
   // Backward from the losses; parameter gradients are written (not accumulated), multiplied by the
   // loss scale.
   void backward();

@@ -4,8 +4,6 @@
 #include <chrono>
 #include <cmath>
 
-#include "dptrain/train/accuracy.hpp"
-
 namespace dptrain {
 
 Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distributed::Communicator& comm) {
@@ -22,14 +20,11 @@ Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distribute
     // Padding samples of a final partial batch (repeats of real ones) count neither in the loss nor
     // in the top-k.
     net.set_counted_rows(batch.valid);
-    const StepResult r = trainer.evaluate_batch();
+    const StepResult r = trainer.evaluate_batch();  // its top-k counts are of the counted rows only
     net.set_counted_rows(-1);
-    const Tensor p = net.backend().to_host(net.probabilities()).slice_samples(0, batch.valid);
-    const Tensor l = net.labels().slice_samples(0, batch.valid);
-    const int classes = static_cast<int>(p.shape()[1]);
     sums[0] += r.loss * batch.valid;
-    sums[1] += static_cast<double>(top_k_correct(p, l, 1));
-    sums[2] += static_cast<double>(top_k_correct(p, l, std::min(5, classes)));
+    sums[1] += static_cast<double>(r.top1);
+    sums[2] += static_cast<double>(r.top5);
     sums[3] += batch.valid;
   }
   comm.allreduce_sum(sums, 4);

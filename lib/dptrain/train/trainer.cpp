@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "dptrain/train/accuracy.hpp"
-
 namespace dptrain {
 
 Trainer::Trainer(Net& net, TrainerConfig config)
@@ -40,7 +38,7 @@ StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
   // The first step made every choice by measuring, and a run then takes rank 0's (or a checkpoint's),
   // which the plans look up in the second: after it, free what only the searches needed.
   if (++steps_run_ == 2) net_.backend().release_search_memory();
-  StepResult result = score(net_.total_loss());
+  StepResult result = score();
   result.learning_rate = lr;
   result.skipped = !apply;
   return result;
@@ -48,16 +46,17 @@ StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
 
 StepResult Trainer::evaluate_batch() {
   const PassContext ctx{false, config_.seed, 0, 0};
-  return score(net_.forward(ctx));
+  net_.run_forward(ctx);
+  return score();
 }
 
-StepResult Trainer::score(double loss) {
+StepResult Trainer::score() {
+  // The losses and the top-k counts, computed on the device, in one small read-back.
+  const Net::Scores scores = net_.scores();
   StepResult result;
-  result.loss = loss;
-  const Tensor probabilities = net_.backend().to_host(net_.probabilities());
-  const int classes = static_cast<int>(probabilities.shape()[1]);
-  result.top1 = top_k_correct(probabilities, net_.labels(), 1);
-  result.top5 = top_k_correct(probabilities, net_.labels(), std::min(5, classes));
+  result.loss = scores.loss;
+  result.top1 = scores.top1;
+  result.top5 = scores.top5;
   return result;
 }
 

@@ -46,7 +46,7 @@ class Trainer {
   const LearningRateSchedule& schedule() const { return schedule_; }
 
  private:
-  StepResult score(double loss);
+  StepResult score();
 
   Net& net_;
   TrainerConfig config_;

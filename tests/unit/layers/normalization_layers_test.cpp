@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "dptrain/backend/backend.hpp"
@@ -305,6 +306,39 @@ TEST_CASE("softmax_cross_entropy label smoothing changes the loss as its formula
     const double want = std::log(std::exp(4.0) + 3.0) - (1.0 - smoothing + smoothing / 4.0) * 4.0;
     CHECK(y.data<float>()[0] == Approx(want).epsilon(1e-5));
   }
+}
+
+TEST_CASE("softmax_cross_entropy counts the top-1 and top-5 correct of its counted rows", "[layers][softmax]") {
+  // 7 classes, 5 rows: the label first (top-1); second (top-5 only); sixth (neither); tied with every
+  // class (ties count against it: neither); and a padding row that would be top-1 but is not counted.
+  const auto backend = make_cpu_backend();
+  const Shape shape{5, 7};
+  Tensor logits = Tensor::zeros(shape);
+  Tensor labels = Tensor::zeros(Shape{5}, DType::i32);
+  auto set_row = [&](std::int64_t row, std::vector<float> values, std::int32_t label) {
+    std::copy(values.begin(), values.end(), logits.data<float>() + row * 7);
+    labels.data<std::int32_t>()[row] = label;
+  };
+  set_row(0, {0, 0, 5, 1, 0, 0, 0}, 2);
+  set_row(1, {3, 2, 0, 0, 0, 0, 0}, 1);
+  set_row(2, {6, 5, 4, 3, 2, 1, 0}, 5);
+  set_row(3, {1, 1, 1, 1, 1, 1, 1}, 4);
+  set_row(4, {0, 9, 0, 0, 0, 0, 0}, 1);
+  SoftmaxCrossEntropy loss("loss");
+  setup(loss, {shape, Shape{5}}, *backend);
+  loss.set_counted_rows(4);
+  testing::run_forward(loss, Shape{1}, std::vector<Tensor>{logits, labels});
+  CHECK(loss.correct().data<float>()[0] == 1.f);
+  CHECK(loss.correct().data<float>()[1] == 2.f);
+  loss.set_counted_rows(-1);  // all five rows
+  testing::run_forward(loss, Shape{1}, std::vector<Tensor>{logits, labels});
+  CHECK(loss.correct().data<float>()[0] == 2.f);
+  CHECK(loss.correct().data<float>()[1] == 3.f);
+  // A row whose scores are not finite is never correct.
+  logits.data<float>()[4 * 7 + 3] = std::numeric_limits<float>::quiet_NaN();
+  testing::run_forward(loss, Shape{1}, std::vector<Tensor>{logits, labels});
+  CHECK(loss.correct().data<float>()[0] == 1.f);
+  CHECK(loss.correct().data<float>()[1] == 2.f);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "dptrain/core/accuracy.hpp"
 #include "dptrain/core/philox.hpp"
 #include "dptrain/net/models/registry.hpp"
-#include "dptrain/train/accuracy.hpp"
 #include "dptrain/train/statistics.hpp"
 #include "dptrain/train/synthetic.hpp"
 

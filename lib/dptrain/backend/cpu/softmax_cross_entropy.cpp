@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "dptrain/backend/cpu/plans.hpp"
+#include "dptrain/core/accuracy.hpp"
 
 namespace dptrain::cpu {
 namespace {
@@ -16,11 +17,12 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
                   ": label smoothing must be in [0, 1), not ", spec.label_smoothing);
   }
 
-  void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss,
+  void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss, Tensor& correct,
                std::int64_t counted_rows) override {
     check_cpu_tensor(logits, spec_.logits, spec_.who, "logits");
     check_cpu_tensor(probabilities, spec_.logits, spec_.who, "probabilities");
     check_cpu_tensor(loss, Shape{1}, spec_.who, "loss");
+    check_cpu_tensor(correct, Shape{2}, spec_.who, "correct counts");
     const std::int32_t* label = checked_labels(labels);
     const std::int64_t rows = spec_.logits[0], classes = spec_.logits[1];
     const std::int64_t counted = std::clamp<std::int64_t>(counted_rows, 0, rows);
@@ -43,6 +45,11 @@ class HostSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
       if (n < counted) total += row_loss;
     }
     loss.data<float>()[0] = counted ? static_cast<float>(total / static_cast<double>(counted)) : 0.f;
+    const Tensor counted_probabilities = probabilities.slice_samples(0, counted);
+    const Tensor counted_labels = labels.slice_samples(0, counted);
+    correct.data<float>()[0] = static_cast<float>(top_k_correct(counted_probabilities, counted_labels, 1));
+    correct.data<float>()[1] = static_cast<float>(
+        top_k_correct(counted_probabilities, counted_labels, static_cast<int>(std::min<std::int64_t>(5, classes))));
   }
 
   void backward(const Tensor& probabilities, const Tensor& labels, float loss_weight, Tensor& dlogits) override {

@@ -50,11 +50,13 @@ void inverse_std(const float* variance, float epsilon, float* inverse_std, std::
 
 // loss_kernels.cu: softmax with (label-smoothed) cross-entropy, rows of `classes` logits (of
 // `logits_type`); probabilities and losses are f32, the logits gradient is of `logits_type`.
-// `row_loss` is scratch of `rows` floats; `loss` receives the batch mean.
+// `row_loss` and `row_rank` are scratch of `rows` floats and ints; `loss` receives the mean over the
+// first `counted_rows` rows, `correct` (two floats) how many of them have their label in the top 1
+// and the top min(5, classes) probabilities (SoftmaxCrossEntropyPlan::forward).
 void softmax_cross_entropy_forward(const void* logits, DType logits_type, const std::int32_t* labels,
-                                   float* probabilities, float* row_loss, float* loss, std::int64_t rows,
-                                   std::int64_t counted_rows, std::int64_t classes, float label_smoothing,
-                                   cudaStream_t stream);
+                                   float* probabilities, float* row_loss, int* row_rank, float* loss, float* correct,
+                                   std::int64_t rows, std::int64_t counted_rows, std::int64_t classes,
+                                   float label_smoothing, cudaStream_t stream);
 void softmax_cross_entropy_backward(const float* probabilities, const std::int32_t* labels, void* dlogits,
                                     DType logits_type, std::int64_t rows, std::int64_t classes, float label_smoothing,
                                     float scale, cudaStream_t stream);

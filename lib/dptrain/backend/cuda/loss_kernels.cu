@@ -1,6 +1,8 @@
 // Softmax with label-smoothed cross-entropy: one block per row (classes are at most a few thousand),
-// then one block averages the row losses, so the loss is deterministic (no atomics).
+// then one block averages the row losses and counts the rows whose label is in the top 1 and top k,
+// so the loss and the counts are deterministic (no atomics) and take no launch of their own.
 #include <cfloat>
+#include <climits>
 
 #include "dptrain/backend/cuda/element.cuh"
 #include "dptrain/backend/cuda/kernels.hpp"
@@ -29,11 +31,16 @@ struct Sum {
   __device__ double operator()(double a, double b) const { return a + b; }
 };
 
+struct SumInt {
+  __device__ int operator()(int a, int b) const { return a + b; }
+};
+
 template <typename T>
 __global__ void softmax_cross_entropy_rows(const T* logits, const std::int32_t* labels, float* probabilities,
-                                           float* row_loss, std::int64_t classes, float smoothing) {
+                                           float* row_loss, int* row_rank, std::int64_t classes, float smoothing) {
   __shared__ float shared_max[kThreads];
   __shared__ double shared_sum[kThreads];
+  __shared__ int shared_count[kThreads];
   const std::int64_t row = blockIdx.x;
   const T* z = logits + row * classes;
   float* p = probabilities + row * classes;
@@ -61,14 +68,39 @@ __global__ void softmax_cross_entropy_rows(const T* logits, const std::int32_t* 
   }
   loss = block_reduce(loss, Sum{}, shared_sum);
   if (threadIdx.x == 0) row_loss[row] = static_cast<float>(loss);
+  // The label's rank among the f32 probabilities just written (block_reduce ended in __syncthreads,
+  // which makes every thread's writes to p visible to the block): the classes other than the label
+  // that score at least as high, core/accuracy.cpp's rule. A label whose probability is not finite
+  // is never correct; neither is it when any class scores NaN (NaN is not below it).
+  const float mine = label >= 0 && label < classes ? p[label] : NAN;  // device labels come unchecked
+  int at_least = 0;
+  for (std::int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+    if (c != label && !(p[c] < mine)) ++at_least;
+  }
+  at_least = block_reduce(at_least, SumInt{}, shared_count);
+  if (threadIdx.x == 0) row_rank[row] = isfinite(mine) ? at_least : INT_MAX;
 }
 
-__global__ void mean_kernel(const float* values, std::int64_t n, float* mean) {
+// loss = the mean of the first n row losses; correct = {rows of rank < 1, rows of rank < k} of them.
+__global__ void score_kernel(const float* row_loss, const int* row_rank, std::int64_t n, int k, float* loss,
+                             float* correct) {
   __shared__ double shared[kThreads];
+  __shared__ int shared_count[kThreads];
   double sum = 0;
-  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += values[i];
+  int top1 = 0, topk = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    sum += row_loss[i];
+    top1 += row_rank[i] < 1;
+    topk += row_rank[i] < k;
+  }
   sum = block_reduce(sum, Sum{}, shared);
-  if (threadIdx.x == 0) *mean = n ? static_cast<float>(sum / static_cast<double>(n)) : 0.f;
+  top1 = block_reduce(top1, SumInt{}, shared_count);
+  topk = block_reduce(topk, SumInt{}, shared_count);
+  if (threadIdx.x == 0) {
+    *loss = n ? static_cast<float>(sum / static_cast<double>(n)) : 0.f;
+    correct[0] = static_cast<float>(top1);
+    correct[1] = static_cast<float>(topk);
+  }
 }
 
 template <typename T>
@@ -85,18 +117,20 @@ __global__ void softmax_cross_entropy_backward_kernel(const float* probabilities
 }  // namespace
 
 void softmax_cross_entropy_forward(const void* logits, DType logits_type, const std::int32_t* labels,
-                                   float* probabilities, float* row_loss, float* loss, std::int64_t rows,
-                                   std::int64_t counted_rows, std::int64_t classes, float label_smoothing,
-                                   cudaStream_t stream) {
+                                   float* probabilities, float* row_loss, int* row_rank, float* loss, float* correct,
+                                   std::int64_t rows, std::int64_t counted_rows, std::int64_t classes,
+                                   float label_smoothing, cudaStream_t stream) {
   if (rows > 0) {
     with_element_type(logits_type, "softmax_cross_entropy_forward", [&](auto element) {
       using T = decltype(element);
       softmax_cross_entropy_rows<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-          static_cast<const T*>(logits), labels, probabilities, row_loss, classes, label_smoothing);
+          static_cast<const T*>(logits), labels, probabilities, row_loss, row_rank, classes, label_smoothing);
     });
     DPTRAIN_CHECK_LAUNCH();
   }
-  mean_kernel<<<1, kThreads, 0, stream>>>(row_loss, counted_rows, loss);  // the padding of a short batch is not
+  // Over the counted rows only: the padding of a short batch counts neither in the loss nor the top-k.
+  const int k = static_cast<int>(classes < 5 ? classes : 5);
+  score_kernel<<<1, kThreads, 0, stream>>>(row_loss, row_rank, counted_rows, k, loss, correct);
   DPTRAIN_CHECK_LAUNCH();
 }
 

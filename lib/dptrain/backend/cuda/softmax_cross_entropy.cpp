@@ -25,18 +25,21 @@ class KernelSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
                   ": label smoothing must be in [0, 1), not ", spec.label_smoothing);
     labels_ = ctx_->allocate(Shape{spec.logits[0]}, DType::i32);
     row_loss_ = ctx_->allocate(Shape{spec.logits[0]}, DType::f32);
+    row_rank_ = ctx_->allocate(Shape{spec.logits[0]}, DType::i32);
   }
   // A copy out of the page-locked labels may still be queued: it must end before they are freed.
   ~KernelSoftmaxCrossEntropy() override { cudaEventSynchronize(labels_copied_.get()); }
 
-  void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss,
+  void forward(const Tensor& logits, const Tensor& labels, Tensor& probabilities, Tensor& loss, Tensor& correct,
                std::int64_t counted_rows) override {
     check_activation(*ctx_, logits, spec_.logits, spec_.who, "logits");
     check_device_tensor(*ctx_, probabilities, spec_.logits, spec_.who, "probabilities");
     check_device_tensor(*ctx_, loss, Shape{1}, spec_.who, "loss");
+    check_device_tensor(*ctx_, correct, Shape{2}, spec_.who, "correct counts");
     const std::int32_t* label = device_labels(labels);
     kernels::softmax_cross_entropy_forward(logits.raw(), logits.dtype(), label, device_floats(probabilities),
-                                           device_floats(row_loss_), device_floats(loss), spec_.logits[0],
+                                           device_floats(row_loss_), static_cast<int*>(row_rank_.raw()),
+                                           device_floats(loss), device_floats(correct), spec_.logits[0],
                                            std::clamp<std::int64_t>(counted_rows, 0, spec_.logits[0]), spec_.logits[1],
                                            spec_.label_smoothing, ctx_->stream());
   }
@@ -92,6 +95,7 @@ class KernelSoftmaxCrossEntropy final : public SoftmaxCrossEntropyPlan {
   Event labels_copied_;         // that copy's end on the compute stream
   bool labels_on_device_ = false;
   Tensor row_loss_;  // per-sample losses, averaged into the loss
+  Tensor row_rank_;  // per-sample: classes scoring at least the label's probability, counted into `correct`
 };
 }  // namespace
 

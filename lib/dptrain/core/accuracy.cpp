@@ -1,4 +1,4 @@
-#include "dptrain/train/accuracy.hpp"
+#include "dptrain/core/accuracy.hpp"
 
 #include <cmath>
 
