@@ -15,6 +15,7 @@
 #include "dptrain/core/error.hpp"
 #include "dptrain/core/exit_codes.hpp"
 #include "dptrain/distributed/launcher.hpp"
+#include "option_checks.hpp"
 
 namespace {
 // One clear line and a non-zero exit; in a multi-rank job every rank is ended with it, since the
@@ -37,6 +38,19 @@ int option_exit_code(const CLI::ParseError& e) {
     case CLI::ExitCodes::OptionNotFound: return code::option_unknown;
     default: return code::option_value;  // conversion, validation, a wrong number of values
   }
+}
+// CLI11's words for a refused command line, except a value that does not fit its option's type,
+// which CLI11 words "Could not convert: --epochs = 4294967297".
+std::string parse_error_message(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  const std::string prefix = "Could not convert: ", separator = " = ";
+  const std::size_t split = what.find(separator);
+  if (dynamic_cast<const CLI::ConversionError*>(&e) == nullptr || what.rfind(prefix, 0) != 0 ||
+      split == std::string::npos) {
+    return what;
+  }
+  return what.substr(prefix.size(), split - prefix.size()) + ": '" + what.substr(split + separator.size()) +
+         "' is not a value this option can hold (a whole number in its range)";
 }
 }  // namespace
 
@@ -75,6 +89,7 @@ int run_command_line(int argc, char** argv, const CommandLineExtensions& extensi
   add(add_predict_command);
   add(add_export_command);
   add(add_import_command);
+  check_integer_options(app);
 
   try {
     app.parse(argc, argv);
@@ -83,7 +98,7 @@ int run_command_line(int argc, char** argv, const CommandLineExtensions& extensi
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     const CLI::App* where = &app;
     for (const CLI::App* sub : app.get_subcommands()) where = sub;
-    std::cerr << "dptrain: error: " << e.what() << "\n"
+    std::cerr << "dptrain: error: " << parse_error_message(e) << "\n"
               << "Run 'dptrain" << (where == &app ? "" : " " + where->get_name()) << " --help' for the options.\n";
     return option_exit_code(e);
   }

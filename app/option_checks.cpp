@@ -1,6 +1,9 @@
 #include "option_checks.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -64,6 +67,48 @@ CLI::Validator parsed_by(std::string description, std::function<void(const std::
         return std::string();
       },
       std::move(description));
+}
+
+namespace {
+CLI::Validator decimal_integer(bool is_unsigned) {
+  return CLI::Validator(
+      [is_unsigned](std::string& value) -> std::string {
+        const bool negative = !value.empty() && value[0] == '-';
+        const std::string digits = negative ? value.substr(1) : value;
+        const bool decimal =
+            !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!decimal) return "must be a whole number in decimal digits, not '" + value + "'";
+        if (negative && is_unsigned) return "must be 0 or more, not " + value;
+        if (digits.size() > 1 && digits[0] == '0') {
+          return "must be written without leading zeros (they would read as octal), not " + value;
+        }
+        bool fits = false;
+        if (is_unsigned) {
+          std::uint64_t x = 0;
+          fits = std::from_chars(value.data(), value.data() + value.size(), x).ec == std::errc();
+        } else {
+          std::int64_t x = 0;
+          fits = std::from_chars(value.data(), value.data() + value.size(), x).ec == std::errc();
+        }
+        if (!fits) {
+          return "must fit in 64 bits (" +
+                 (is_unsigned ? std::string("at most 18446744073709551615")
+                              : std::string("from -9223372036854775808 to 9223372036854775807")) +
+                 "), not " + value;
+        }
+        return std::string();
+      },
+      std::string());  // no description: the help keeps showing INT or UINT
+}
+}  // namespace
+
+void check_integer_options(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    // The base type, without the descriptions of the validators CLI11 appends after ':'.
+    const std::string type = option->get_type_name().substr(0, option->get_type_name().find(':'));
+    if (type == "INT" || type == "UINT") option->check(decimal_integer(type == "UINT"));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) check_integer_options(*sub);
 }
 
 CLI::Validator positive_duration(std::string option) {

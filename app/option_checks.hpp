@@ -21,6 +21,12 @@ CLI::Validator from_zero_below_one();
 // shows) on anything else. The same parser then reads the value in the run, so the command line refuses
 // (exit code 105) exactly what the run would, before any work.
 CLI::Validator parsed_by(std::string description, std::function<void(const std::string&)> parse);
+// Gives every integer option of `app` and of its subcommands (CLI11's type INT or UINT) one strict
+// reading: decimal digits only (CLI11 alone reads "010" as octal 8 and "0x10" as 16), no sign where
+// the option is unsigned (CLI11 alone turns --seed -1 into 2^64-1), and nothing beyond 64 bits (CLI11
+// alone clamps 2^64 to 2^64-1). A value outside a narrower option's range is CLI11's conversion
+// error, which the command line words (exit code 105 either way). Call after every option exists.
+void check_integer_options(CLI::App& app);
 // A duration (90s, 30m, 2h, HH:MM:SS; core/duration.hpp) longer than 0 s.
 CLI::Validator positive_duration(std::string option);
 

@@ -41,7 +41,9 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
   cmd->add_option("--schedule", o->schedule, "Learning-rate schedule: constant, step, poly or cosine")
       ->check(parsed_by("SCHEDULE", [](const std::string& name) { parse_schedule(name); }))
       ->capture_default_str();
-  cmd->add_option("--milestones", o->milestones, "Epochs at which --schedule step divides the rate by 10")
+  cmd->add_option("--milestones", o->milestones,
+                  "Epochs at which --schedule step divides the rate by 10 (30 60 90, or 30,60,90)")
+      ->delimiter(',')
       ->check(at_least(0));
   cmd->add_option("--warmup-epochs", o->warmup_epochs, "Linear warm-up from 0 over this many epochs")
       ->check(at_least(0))

@@ -55,6 +55,20 @@ expect 105 "--checkpoint-every soon" "${train[@]}" --steps 2 --checkpoint-every 
 expect 105 "--stall-timeout 0" "${train[@]}" --steps 2 --stall-timeout 0
 expect 105 "--steps x" "${train[@]}" --steps x
 expect 105 "--lr with two values" "${train[@]}" --steps 2 --lr
+# Integers that would wrap, clamp or read as octal or hex, in every command: one strict reading.
+for value in -1 18446744073709551616 010 0x10 +3 1e3; do
+  expect 105 "train --seed $value" "${train[@]}" --steps 2 --seed "$value"
+  expect 105 "bench --steps $value" bench --model lenet --steps "$value"
+done
+expect 105 "bench --steps 2^63" bench --model lenet --steps 9223372036854775808
+expect 105 "train --stop-at-step 2^64-1" "${train[@]}" --steps 2 --stop-at-step 18446744073709551615
+expect 105 "train --steps 2^63" "${train[@]}" --steps 9223372036854775808
+expect 105 "train --epochs 2^32+1" "${train[@]}" --epochs 4294967297
+grep -q "4294967297' is not a value this option can hold" "$work/out.txt" || { cat "$work/out.txt"; fail "the message of a value beyond an int"; }
+expect 105 "bench --batch-size 2^31" bench --model lenet --batch-size 2147483648
+expect 105 "inspect --classes 010" inspect --model lenet --classes 010
+expect 105 "eval --batch-size -1" eval --checkpoint "$work" --data "$data" --batch-size -1
+expect 105 "data convert fashion-mnist --shards 0x2" data convert fashion-mnist "$work" "$work/converted" --shards 0x2
 # A resume that would change the length a cosine schedule decays over is refused; --reschedule allows it.
 expect 105 "a resume with another length" "${train[@]}" --steps 30 --checkpoint-dir "$work/ckpt"
 grep -q "add --reschedule" "$work/out.txt" || { cat "$work/out.txt"; fail "the refused resume does not name --reschedule"; }
