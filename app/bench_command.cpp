@@ -232,7 +232,7 @@ Command add_bench_command(CLI::App& app) {
       ->check(at_least(1));
   cmd->add_option("--classes", o->classes, "Number of classes")->check(in_range(2, 1 << 20))->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights and the synthetic data")->capture_default_str();
-  cmd->add_option("--json", o->json, "Also write the result as JSON to this file (rank 0)");
+  cmd->add_option("--json", o->json, "Also write the result as JSON to this file (rank 0)")->check(output_file());
   cmd->add_flag("--layers", o->layers,
                 "Also time every layer's forward and backward pass (3 more steps after the timed ones) and print "
                 "where the time goes per layer kind and per layer, and cuDNN's best against its best deterministic "

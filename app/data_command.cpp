@@ -69,7 +69,7 @@ Command add_data_command(CLI::App& app) {
       "ranks; run it again after an interruption to write only the missing shards.");
   auto& in = o->imagenet;
   imagenet->add_option("SRC", in.source, "The ImageNet folder holding train/ and val/")->required();
-  imagenet->add_option("OUT", in.output, "The dataset directory to write")->required();
+  imagenet->add_option("OUT", in.output, "The dataset directory to write")->check(output_directory())->required();
   imagenet->add_option("--size", in.size, "Stored height and width in pixels")
       ->check(in_range(1, 8192))
       ->capture_default_str();
@@ -108,7 +108,9 @@ Command add_data_command(CLI::App& app) {
       "Write a small learnable JPEG tree in the ImageNet layout (one colour and stripe pattern per class, "
       "plus noise) to try 'data convert imagenet' and training without ImageNet");
   auto& sy = o->synth;
-  synth->add_option("OUT", sy.output, "The folder to write (train/, val/, LOC_synset_mapping.txt)")->required();
+  synth->add_option("OUT", sy.output, "The folder to write (train/, val/, LOC_synset_mapping.txt)")
+      ->check(output_directory())
+      ->required();
   synth->add_option("--classes", sy.classes, "Number of classes")->required()->check(in_range(2, 100000));
   synth->add_option("--per-class", sy.per_class, "Train images per class")->required()->check(at_least(1));
   synth->add_option("--size", sy.size, "Shorter side of the images in pixels")->required()->check(in_range(8, 4096));

@@ -29,6 +29,7 @@ void add_job_control_options(CLI::App* cmd, distributed::JobOptions& o) {
                   "'node=N rank=R silent_seconds=S' each); slurm/train.sbatch continues without those nodes. "
                   "A rank that crashes writes 'rank=R host=H signal=S' to PATH.crashed.R; slurm/train.sbatch "
                   "starts the step again")
+      ->check(output_file())
       ->group(group);
 }
 

@@ -189,6 +189,7 @@ Command add_eval_command(CLI::App& app) {
                      ->check(CLI::ExistingFile)
                      ->excludes(data);
   cmd->add_option("--logits", o->logits, "With --images: the safetensors file to write the logits [N, classes] to")
+      ->check(output_file())
       ->needs(images);
   images->needs(cmd->get_option("--logits"));
   cmd->add_option("--batch-size", o->batch, "Images per step on each rank (with --images: per forward pass)")
@@ -196,7 +197,8 @@ Command add_eval_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--split", o->split, "The split to score")->capture_default_str();
   add_loader_threads_option(cmd, o->threads);
-  cmd->add_option("--json", o->json, "Also write the result as one JSON object to this file (rank 0)");
+  cmd->add_option("--json", o->json, "Also write the result as one JSON object to this file (rank 0)")
+      ->check(output_file());
   add_backend_options(cmd, o->device, false);
   add_distributed_options(cmd, o->dist);
   return [o] { return run_eval(*o); };

@@ -11,6 +11,7 @@
 
 #include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/file_write.hpp"
 
 namespace dptrain::app {
 namespace {
@@ -101,6 +102,14 @@ CLI::Validator decimal_integer(bool is_unsigned) {
       std::string());  // no description: the help keeps showing INT or UINT
 }
 }  // namespace
+
+CLI::Validator output_file() {
+  return parsed_by("FILE", [](const std::string& path) { check_output_file(path); });
+}
+
+CLI::Validator output_directory() {
+  return parsed_by("DIR", [](const std::string& path) { check_output_directory(path); });
+}
 
 void check_integer_options(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {

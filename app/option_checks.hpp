@@ -27,6 +27,11 @@ CLI::Validator parsed_by(std::string description, std::function<void(const std::
 // alone clamps 2^64 to 2^64-1). A value outside a narrower option's range is CLI11's conversion
 // error, which the command line words (exit code 105 either way). Call after every option exists.
 void check_integer_options(CLI::App& app);
+// An output the command writes, checked when the command line is read, before any work
+// (core/file_write.hpp): a file in an existing directory this job can write, or a directory this job
+// can write (or create).
+CLI::Validator output_file();
+CLI::Validator output_directory();
 // A duration (90s, 30m, 2h, HH:MM:SS; core/duration.hpp) longer than 0 s.
 CLI::Validator positive_duration(std::string option);
 

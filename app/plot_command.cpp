@@ -11,6 +11,7 @@
 #include "gnuplot.hpp"
 #include "metrics_plot.hpp"
 #include "metrics_runs.hpp"
+#include "option_checks.hpp"
 #include "trace_plot.hpp"
 #include "trace_timeline.hpp"
 
@@ -122,6 +123,7 @@ Command add_plot_command(CLI::App& app) {
       ->required()
       ->check(CLI::ExistingPath);
   cmd->add_option("-o,--output", o->settings.png, "The PNG to write (its gnuplot script goes beside it, as PNG.gp)")
+      ->check(output_file())
       ->required();
   auto* trace = cmd->add_flag("--trace", o->trace,
                               "Draw the inputs as traces: a lane for each rank's thread, each event a box along "

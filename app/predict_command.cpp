@@ -313,8 +313,8 @@ Command add_predict_command(CLI::App& app) {
                   "Treat each block of K consecutive ranks as one node (--measure; default: nodes from "
                   "SLURMD_NODENAME or the host name)")
       ->check(at_least(0));
-  cmd->add_option("--json", o->json, "Also write the prediction as JSON to this file");
-  cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file");
+  cmd->add_option("--json", o->json, "Also write the prediction as JSON to this file")->check(output_file());
+  cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file")->check(output_file());
   return [o] { return run_predict(*o); };
 }
 

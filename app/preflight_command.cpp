@@ -249,7 +249,8 @@ Command add_preflight_command(CLI::App& app) {
   cmd->add_option("--measure-mb", o->measure_mb, "The allreduce's message, MB")
       ->check(above_zero())
       ->capture_default_str();
-  cmd->add_option("--json", o->json, "Also write every rank's figures and the shortfalls as JSON lines to this file");
+  cmd->add_option("--json", o->json, "Also write every rank's figures and the shortfalls as JSON lines to this file")
+      ->check(output_file());
   cmd->footer(
       "Exit codes: 0 when no node fell short, 77 when one did (its nodes are named on stderr and, with "
       "--failure-report, written one a line as 'node=N rank=R figure=... value=... median=...'; slurm/train.sbatch "

@@ -62,8 +62,9 @@ Command add_report_command(CLI::App& app) {
   cmd->add_option("files", o->files, "Result files: bench JSON, or metrics JSON lines (their summary lines count)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file");
-  cmd->add_option("--plot", o->plot, "Also draw speedup against GPUs into this PNG file (needs gnuplot)");
+  cmd->add_option("--csv", o->csv, "Also write the table as CSV to this file")->check(output_file());
+  cmd->add_option("--plot", o->plot, "Also draw speedup against GPUs into this PNG file (needs gnuplot)")
+      ->check(output_file());
   add_link_options(cmd, o->links);
   cmd->add_option("--bucket-mb", o->bucket_mb, "Gradient bucket size of the prediction, MB")
       ->check(above_zero())

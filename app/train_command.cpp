@@ -64,11 +64,13 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
   cmd->add_flag("--flip", o->flip, "Random horizontal flips in training");
   add_loader_threads_option(cmd, o->loader_threads);
   cmd->add_option("--seed", o->seed, "Seed of the weights, the sample order and augmentation")->capture_default_str();
-  cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)");
+  cmd->add_option("--metrics", o->metrics, "Write JSON lines (steps, evaluations, summary) to this file (rank 0)")
+      ->check(output_file());
   auto* trace = cmd->add_option("--trace", o->trace,
                                 "Record a timeline of a window of steps (forward, backward, each gradient bucket's "
                                 "allreduce, waits, checkpoints, evaluations) to DIR/trace-rank-R.json on every rank, "
-                                "in the Chrome trace format (open it in ui.perfetto.dev or chrome://tracing)");
+                                "in the Chrome trace format (open it in ui.perfetto.dev or chrome://tracing)")
+                    ->check(output_directory());
   cmd->add_option("--trace-steps", o->trace_steps,
                   "The steps --trace records, FIRST:LAST (the log's step numbers, at most 10000 steps; default: "
                   "the 5th to the 24th step of this run)")
@@ -144,6 +146,7 @@ Command add_train_command(CLI::App& app, std::vector<StepHooks*> step_hooks) {
   cmd->add_option("--ready-file", c.ready_file,
                   "Create this file once every rank catches the --preempt-signal and TERM "
                   "(checkpoint and exit 75); slurm/train.sbatch holds back an earlier signal")
+      ->check(output_file())
       ->group(group);
   return [o, step_hooks] {
     TrainingRun run(*o, std::cout);

@@ -98,7 +98,9 @@ Command add_export_command(CLI::App& app) {
   auto o = std::make_shared<ExportOptions>();
   cmd->add_option("checkpoint", o->checkpoint, "A checkpoint (ckpt-*.h5) or checkpoint directory (its latest)")
       ->required();
-  cmd->add_option("output", o->output, "The safetensors file to write (atomically; it must not exist)")->required();
+  cmd->add_option("output", o->output, "The safetensors file to write (atomically; it must not exist)")
+      ->check(output_file())
+      ->required();
   cmd->add_option("--names", o->names,
                   "Tensor names: torchvision (its state_dict keys; the default for the models it has) or "
                   "dptrain (ours, for every model)")
@@ -119,7 +121,9 @@ Command add_import_command(CLI::App& app) {
   auto o = std::make_shared<ImportOptions>();
   cmd->add_option("input", o->input, "The safetensors file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--model", o->model, "The model the weights are for (dptrain inspect --list)")->required();
-  cmd->add_option("output", o->output, "The checkpoint file to write (it must not exist)")->required();
+  cmd->add_option("output", o->output, "The checkpoint file to write (it must not exist)")
+      ->check(output_file())
+      ->required();
   cmd->add_option("--classes", o->classes,
                   "The class count of the weights (default: the file's metadata, else its classifier's rows)")
       ->check(in_range(2, 1 << 20));

@@ -8,6 +8,8 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "dptrain/core/error.hpp"
 
@@ -54,6 +56,51 @@ void write_file_through_temporary(const std::string& temporary, const std::strin
     ::unlink(temporary.c_str());  // best effort: the error being thrown is the one to report
     throw;
   }
+}
+
+namespace {
+// Creates and removes a file in `directory`, or says why it cannot ("" when it can).
+std::string probe_directory(const std::filesystem::path& directory) {
+  char host[256] = "host";
+  ::gethostname(host, sizeof host - 1);
+  const std::filesystem::path probe =
+      directory / (".dptrain-probe-" + std::string(host) + "-" + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return std::strerror(errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+}  // namespace
+
+void check_output_file(const std::string& path) {
+  DPTRAIN_CHECK(!path.empty(), "an output file needs a name");
+  std::error_code ec;
+  DPTRAIN_CHECK(!std::filesystem::is_directory(path, ec), path, ": is a directory; give a file name");
+  std::filesystem::path directory = std::filesystem::path(path).parent_path();
+  if (directory.empty()) directory = ".";
+  DPTRAIN_CHECK(std::filesystem::is_directory(directory, ec), path, ": its directory ", directory.string(),
+                " does not exist");
+  const std::string cause = probe_directory(directory);
+  DPTRAIN_CHECK(cause.empty(), path, ": cannot write a file in ", directory.string(), " (", cause,
+                "); give a path this job can write");
+}
+
+void check_output_directory(const std::string& directory) {
+  DPTRAIN_CHECK(!directory.empty(), "an output directory needs a name");
+  std::error_code ec;
+  std::filesystem::path existing = std::filesystem::absolute(directory, ec);
+  DPTRAIN_CHECK(!ec, directory, ": ", ec.message());
+  while (!std::filesystem::exists(existing, ec) && existing.has_parent_path() && existing != existing.parent_path()) {
+    existing = existing.parent_path();
+  }
+  DPTRAIN_CHECK(std::filesystem::is_directory(existing, ec), directory, ": ",
+                existing.string() == std::filesystem::absolute(directory).string()
+                    ? "is not a directory"
+                    : existing.string() + " is not a directory");
+  const std::string cause = probe_directory(existing);
+  DPTRAIN_CHECK(cause.empty(), directory, ": cannot write a file in ", existing.string(), " (", cause,
+                "); give a directory this job can write");
 }
 
 }  // namespace dptrain

@@ -20,4 +20,12 @@ void write_all(int fd, std::string_view bytes, const std::string& path);
 // partial file is left behind and `path` is untouched.
 void write_file_through_temporary(const std::string& temporary, const std::string& path, std::string_view bytes);
 
+// Outputs checked at start, before any work, so that a run never ends by failing to write its result:
+// each throws dptrain::Error naming the path and the cause. A file: `path` is not a directory, its
+// directory exists, and this process can create a file there (a probe file is created beside it and
+// removed at once). A directory: it is a directory this process can create a file in, or it does not
+// exist yet and its nearest existing ancestor is one (it is created when first written).
+void check_output_file(const std::string& path);
+void check_output_directory(const std::string& directory);
+
 }  // namespace dptrain
