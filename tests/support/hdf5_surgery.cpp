@@ -82,6 +82,35 @@ void create_external_storage(hid_t file, const std::string& name, hid_t type, co
   REQUIRE(set.id() >= 0);
 }
 
+namespace {
+std::size_t pass_through(unsigned, std::size_t, const unsigned[], std::size_t bytes, std::size_t*, void**) {
+  return bytes;
+}
+}  // namespace
+
+void create_dataset_through_missing_filter(const std::string& file, const std::string& name,
+                                           const std::vector<hsize_t>& dims, H5Z_filter_t filter) {
+  const H5Z_class2_t filter_class{H5Z_CLASS_T_VERS, filter, 1, 1, "test pass-through", nullptr, nullptr, pass_through};
+  REQUIRE(H5Zregister(&filter_class) >= 0);
+  {
+    h5::Handle f = open_rw(file);
+    h5::Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
+    h5::Handle create(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    REQUIRE(H5Pset_chunk(create.id(), static_cast<int>(dims.size()), dims.data()) >= 0);
+    REQUIRE(H5Pset_filter(create.id(), filter, H5Z_FLAG_MANDATORY, 0, nullptr) >= 0);
+    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    REQUIRE(H5Pset_create_intermediate_group(lcpl.id(), 1) >= 0);
+    h5::Handle set(H5Dcreate2(f.id(), name.c_str(), H5T_STD_U8LE, space.id(), lcpl.id(), create.id(), H5P_DEFAULT),
+                   H5Dclose);
+    REQUIRE(set.id() >= 0);
+    hsize_t count = 1;
+    for (const hsize_t d : dims) count *= d;
+    const std::vector<std::uint8_t> values(count, 7);
+    REQUIRE(H5Dwrite(set.id(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
+  }
+  REQUIRE(H5Zunregister(filter) >= 0);
+}
+
 void create_soft_link(hid_t file, const std::string& name, const std::string& target) {
   REQUIRE(H5Lcreate_soft(target.c_str(), file, name.c_str(), H5P_DEFAULT, H5P_DEFAULT) >= 0);
 }

@@ -32,6 +32,11 @@ void create_dataset(hid_t file, const std::string& name, hid_t type, const std::
 void create_external_link(hid_t file, const std::string& name, const std::string& other, const std::string& target);
 void create_external_storage(hid_t file, const std::string& name, hid_t type, const std::vector<hsize_t>& dims,
                              const std::string& external);
+// A chunked uint8 dataset `name` of `dims`, written through filter `filter` (32000 is LZF's number):
+// the filter is a pass-through registered in this process only while the file is written, so that a
+// later open in this process, like one at another site without the plugin, cannot decode it.
+void create_dataset_through_missing_filter(const std::string& file, const std::string& name,
+                                           const std::vector<hsize_t>& dims, H5Z_filter_t filter);
 // A soft link `name` to `target` in the same file.
 void create_soft_link(hid_t file, const std::string& name, const std::string& target);
 // A virtual dataset `name` of `dims` uint8 whose bytes are those of dataset `target` of file `other`.

@@ -40,12 +40,51 @@ void check_element_type(hid_t dataset, Stored type, const std::string& where) {
 }
 
 namespace {
-// The dataset's layout, after refusing one whose bytes live in other files.
+// Registered HDF5 filters a file from elsewhere may use (the HDF Group's list), by number.
+std::string filter_name(H5Z_filter_t id, const char* stored) {
+  switch (id) {
+    case 307: return "bzip2";
+    case 32000: return "LZF";
+    case 32001: return "Blosc";
+    case 32004: return "LZ4";
+    case 32008: return "bitshuffle";
+    case 32013: return "ZFP";
+    case 32015: return "Zstandard";
+    case 32017: return "SZ";
+    default: return stored[0] != '\0' ? stored : "unnamed";
+  }
+}
+
+// Every filter of the dataset's pipeline can be decoded by this process's HDF5 (built in, or a plugin
+// found on HDF5_PLUGIN_PATH): otherwise HDF5 fails the first read with a message about plugin
+// directories that never names the filter.
+void check_filters(hid_t create, const std::string& where) {
+  const int filters = DPTRAIN_H5_CHECK(H5Pget_nfilters(create));
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, config = 0;
+    std::size_t values = 0;  // none wanted: no array to write into
+    char name[128] = "";
+    const H5Z_filter_t id =
+        H5Pget_filter2(create, static_cast<unsigned>(i), &flags, &values, nullptr, sizeof name, name, &config);
+    DPTRAIN_CHECK(id >= 0, where, ": its filter pipeline cannot be read (damaged?)");
+    bool decodes = H5Zfilter_avail(id) > 0;
+    unsigned info = 0;
+    if (decodes) decodes = H5Zget_filter_info(id, &info) >= 0 && (info & H5Z_FILTER_CONFIG_DECODE_ENABLED) != 0;
+    H5Eclear2(H5E_DEFAULT);
+    DPTRAIN_CHECK(decodes, where, " is stored through HDF5 filter ", id, " (", filter_name(id, name),
+                  "), which this HDF5 library cannot decode: install that filter's plugin and set HDF5_PLUGIN_PATH, "
+                  "or write the file again without it (dptrain's converter writes no such filter)");
+  }
+}
+
+// The dataset's layout, after refusing one whose bytes live in other files or pass through a filter
+// this process cannot decode.
 H5D_layout_t check_stored_here(hid_t create, const std::string& where) {
   const H5D_layout_t layout = DPTRAIN_H5_CHECK(H5Pget_layout(create));
   DPTRAIN_CHECK(layout != H5D_VIRTUAL, where, " is a virtual dataset (its data lives in other files): refused");
   DPTRAIN_CHECK(DPTRAIN_H5_CHECK(H5Pget_external_count(create)) == 0, where,
                 " keeps its data in external files: refused");
+  check_filters(create, where);
   return layout;
 }
 }  // namespace

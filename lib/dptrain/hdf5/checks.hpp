@@ -31,7 +31,8 @@ std::uint64_t checked_bytes(const std::vector<hsize_t>& dims, std::size_t elemen
 // The rule for every HDF5 file we read (shards, checkpoints, weights): the file holds every object
 // it names. Every link at every level is a hard link (no soft link, no link into another file, no
 // user-defined link) and every dataset keeps its bytes in this file (not virtual, no external
-// storage). Checked once when the file is opened, from its structure alone, before any value is
+// storage) and can be decoded (every filter of its pipeline available to this process, named when
+// not: LZF, Blosc, ...). Checked once when the file is opened, from its structure alone, before any value is
 // read: an Error naming the file (`where`) and the first object that breaks the rule.
 void check_self_contained(hid_t file, const std::string& where);
 

@@ -128,6 +128,12 @@ TEST_CASE("external links, external storage and virtual datasets are refused", "
     });
     CHECK_THAT(open_error(path), Contains("keeps its data in external files"));
   }
+  SECTION("images compressed with Blosc, which this HDF5 cannot decode") {
+    edit_file(path, [](hid_t file) { REQUIRE(H5Ldelete(file, "images", H5P_DEFAULT) >= 0); });
+    create_dataset_through_missing_filter(path, "images", {4, 2, 2, 1}, 32001);
+    CHECK_THAT(open_error(path), Contains(path) && Contains("HDF5 filter 32001 (Blosc)"));
+    CHECK_THAT(error_of([&] { data::read_shard_header(path); }), Contains("HDF5 filter 32001 (Blosc)"));
+  }
   SECTION("a virtual dataset") {
     const std::string other = (dir.path / "other.h5").string();
     std::filesystem::copy_file(path, other);

@@ -69,6 +69,12 @@ TEST_CASE("links out of the file and foreign storage are refused at every level"
     edit_file(path, [&](hid_t file) { create_virtual_dataset(file, level, {4}, other, "/top"); });
     CHECK_THAT(open_error(path), Contains(path) && Contains("dataset '" + level + "' is a virtual dataset"));
   }
+  SECTION("a dataset through a filter this HDF5 cannot decode") {
+    create_dataset_through_missing_filter(path, level, {4}, 32000);
+    CHECK_THAT(open_error(path), Contains(path) && Contains("dataset '" + level +
+                                                            "' is stored through HDF5 filter "
+                                                            "32000 (LZF), which this HDF5 library cannot decode"));
+  }
   SECTION("a dataset kept in an external file") {
     const std::string raw = (dir.path / "raw.bin").string();
     std::ofstream(raw, std::ios::binary) << std::string(16, '\x01');
