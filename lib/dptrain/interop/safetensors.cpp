@@ -1,5 +1,7 @@
 #include "dptrain/interop/safetensors.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -201,6 +203,64 @@ void SafetensorsFile::write(const std::string& path) const {
   io::fsync_directory(target.has_parent_path() ? target.parent_path().string() : ".");
 }
 
+// Where a file's bytes come from, by range: a file on disk (read only where its header points) or a
+// buffer in memory. Each range is a string of its own, so a tensor's bytes are allocated only once
+// the header has been checked against the file's size.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual std::uint64_t size() const = 0;
+  virtual std::string read(std::uint64_t offset, std::uint64_t count, const std::string& what) = 0;
+};
+
+namespace {
+
+class FileBytes final : public ByteSource {
+ public:
+  FileBytes(const std::string& path, std::uint64_t size) : path_(path), size_(size), in_(path, std::ios::binary) {
+    DPTRAIN_CHECK(in_.good(), "cannot open ", path, ": ", std::strerror(errno));
+  }
+  std::uint64_t size() const override { return size_; }
+  std::string read(std::uint64_t offset, std::uint64_t count, const std::string& what) override {
+    // More than the machine's memory is refused before it is allocated (a sparse file may claim
+    // terabytes), and an allocation that fails anyway is named too, not "std::bad_alloc".
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    const std::uint64_t memory =
+        pages > 0 && page > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) : 0;
+    DPTRAIN_CHECK(memory == 0 || count <= memory, path_, ": ", what, " takes ", count,
+                  " bytes, more than this machine's memory (", memory, " bytes)");
+    std::string bytes;
+    try {
+      bytes.resize(static_cast<std::size_t>(count));
+    } catch (const std::bad_alloc&) {
+      throw Error(detail::concat(path_, ": ", what, " takes ", count, " bytes, more than this process can allocate"));
+    }
+    in_.seekg(static_cast<std::streamoff>(offset));
+    in_.read(bytes.data(), static_cast<std::streamsize>(count));
+    DPTRAIN_CHECK(in_.gcount() == static_cast<std::streamsize>(count), "reading ", what, " of ", path_,
+                  " failed after ", in_.gcount(), " of its ", count, " bytes (did the file shrink while being read?)");
+    return bytes;
+  }
+
+ private:
+  std::string path_;
+  std::uint64_t size_;
+  std::ifstream in_;
+};
+
+class BufferBytes final : public ByteSource {
+ public:
+  explicit BufferBytes(std::string bytes) : bytes_(std::move(bytes)) {}
+  std::uint64_t size() const override { return bytes_.size(); }
+  std::string read(std::uint64_t offset, std::uint64_t count, const std::string&) override {
+    return bytes_.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(count));
+  }
+
+ private:
+  std::string bytes_;
+};
+}  // namespace
+
 SafetensorsFile SafetensorsFile::read(const std::string& path) {
   // A regular file, read by its size: a directory, a FIFO or a device (/dev/zero) is refused, not read
   // without end.
@@ -210,22 +270,26 @@ SafetensorsFile SafetensorsFile::read(const std::string& path) {
   DPTRAIN_CHECK(std::filesystem::is_regular_file(status), path, " is not a regular file");
   const std::uintmax_t size = std::filesystem::file_size(path, ec);
   DPTRAIN_CHECK(!ec, "cannot read the size of ", path, ": ", ec.message());
-  std::ifstream in(path, std::ios::binary);
-  DPTRAIN_CHECK(in.good(), "cannot open ", path, ": ", std::strerror(errno));
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  DPTRAIN_CHECK(in.gcount() == static_cast<std::streamsize>(size), "reading ", path, " failed after ", in.gcount(),
-                " of its ", size, " bytes (did it shrink while being read?)");
-  return parse(std::move(bytes), path);
+  FileBytes source(path, size);
+  return from_source(source, path);
 }
 
 SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& where) {
-  DPTRAIN_CHECK(bytes.size() >= 8, where, ": ", bytes.size(), " bytes, too short for a safetensors file");
+  BufferBytes source(std::move(bytes));
+  return from_source(source, where);
+}
+
+// The header first (its length checked against the file's size before it is read), every entry
+// checked against the data's size, then each tensor's own byte range.
+SafetensorsFile SafetensorsFile::from_source(ByteSource& source, const std::string& where) {
+  const std::uint64_t size = source.size();
+  DPTRAIN_CHECK(size >= 8, where, ": ", size, " bytes, too short for a safetensors file");
   std::uint64_t length = 0;
-  std::memcpy(&length, bytes.data(), sizeof length);
-  DPTRAIN_CHECK(length <= kMaxHeaderBytes && length <= bytes.size() - 8, where, ": the header length ", length,
-                " does not fit in the file's ", bytes.size(), " bytes (is it a safetensors file?)");
-  const std::string_view text(bytes.data() + 8, length);
+  const std::string prefix = source.read(0, 8, "the header length");
+  std::memcpy(&length, prefix.data(), sizeof length);
+  DPTRAIN_CHECK(length <= kMaxHeaderBytes && length <= size - 8, where, ": the header length ", length,
+                " does not fit in the file's ", size, " bytes (is it a safetensors file?)");
+  const std::string text = source.read(8, length, "the header");
   DPTRAIN_CHECK(!text.empty() && text.front() == '{', where, ": the header does not start with '{'");
   const nlohmann::json header = parse_header(text, where);
 
@@ -247,7 +311,7 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& whe
   // one before it ends, and the last ends at the end of the file.
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.begin != b.begin ? a.begin < b.begin : a.end < b.end; });
-  const std::uint64_t data_bytes = bytes.size() - 8 - length;
+  const std::uint64_t data_bytes = size - 8 - length;
   std::uint64_t expected = 0;
   for (const Entry& e : entries) {
     DPTRAIN_CHECK(e.begin == expected, where, ": tensor '", e.name, "' begins at byte ", e.begin, " of the data, not ",
@@ -257,13 +321,12 @@ SafetensorsFile SafetensorsFile::parse(std::string bytes, const std::string& whe
   DPTRAIN_CHECK(expected == data_bytes, where, ": the tensors cover ", expected, " bytes of data, but the file has ",
                 data_bytes, " after its header");
 
-  auto owner = std::make_shared<std::string>(std::move(bytes));
-  const char* data = owner->data() + 8 + length;
   for (Entry& e : entries) {
-    file.tensors_.push_back({std::move(e.name), std::move(e.dtype), std::move(e.shape),
-                             std::string_view(data + e.begin, static_cast<std::size_t>(e.end - e.begin))});
+    auto owner =
+        std::make_shared<std::string>(source.read(8 + length + e.begin, e.end - e.begin, "tensor '" + e.name + "'"));
+    file.tensors_.push_back({std::move(e.name), std::move(e.dtype), std::move(e.shape), std::string_view(*owner)});
+    file.owners_.push_back(std::move(owner));
   }
-  file.owners_.push_back(std::move(owner));
   return file;
 }
 

@@ -25,6 +25,8 @@ struct StoredTensor {
   std::string_view bytes;  // into the file's buffer (read) or the tensor given to add() (write)
 };
 
+class ByteSource;  // where a file's bytes come from (safetensors.cpp)
+
 class SafetensorsFile {
  public:
   // Adds a host f32 tensor in plain layout; the file keeps a reference to it until written.
@@ -39,12 +41,15 @@ class SafetensorsFile {
   // Writes the file atomically: a temporary beside `path` (created exclusively), fsynced, renamed.
   // An existing `path` is an error, never replaced (an export must not overwrite its own checkpoint).
   void write(const std::string& path) const;
-  // Reads and validates a whole file; every error names the path and, where there is one, the tensor.
+  // Reads and validates a file: its header first (bounded by its stated length and the file's size),
+  // then each tensor's byte range; every error names the path and, where there is one, the tensor.
   static SafetensorsFile read(const std::string& path);
   // The same from bytes in memory (`where` names them in errors).
   static SafetensorsFile parse(std::string bytes, const std::string& where);
 
  private:
+  static SafetensorsFile from_source(ByteSource& source, const std::string& where);
+
   std::vector<StoredTensor> tensors_;
   std::vector<std::shared_ptr<const void>> owners_;  // what the tensors' bytes point into
 };

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "support/temp_dir.hpp"
@@ -165,6 +166,40 @@ TEST_CASE("safetensors writes never replace a file and survive metadata that is 
   // Only regular files are read: a directory or a device is refused, not read without end.
   CHECK_THROWS_WITH(SafetensorsFile::read(dir.path.string()), Catch::Contains("is not a regular file"));
   CHECK_THROWS_WITH(SafetensorsFile::read("/dev/zero"), Catch::Contains("/dev/zero is not a regular file"));
+}
+
+TEST_CASE("a safetensors file is read header first, and a tensor larger than the machine is named", "[interop]") {
+  // A sparse file of 1 TiB of data whose header is valid: the reader must check the header against the
+  // file's size and refuse the tensor by name before allocating it (it once read the whole file first,
+  // ending in "unexpected: std::bad_alloc").
+  testing::TempDir dir("dptrain_safetensors");
+  const std::string path = (dir.path / "huge.safetensors").string();
+  const std::uint64_t huge = std::uint64_t{1} << 40;
+  std::string header = R"({"w":{"dtype":"U8","shape":[)" + std::to_string(huge) + R"(],"data_offsets":[0,)" +
+                       std::to_string(huge) + "]}}";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << file_bytes(header, "");
+  }
+  std::error_code ec;
+  std::filesystem::resize_file(path, 8 + header.size() + huge, ec);
+  REQUIRE_FALSE(ec);  // a sparse file: no blocks are written
+  try {
+    SafetensorsFile::read(path);
+    FAIL("a 1 TiB tensor was read");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("tensor 'w' takes 1099511627776 bytes"));
+  }
+  // A file whose header claims more than the file holds is refused from its first bytes.
+  std::filesystem::resize_file(path, 8 + header.size() + 16, ec);
+  REQUIRE_FALSE(ec);
+  try {
+    SafetensorsFile::read(path);
+    FAIL("a header beyond the file was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains(path) && Catch::Contains("the file has 16 after its header"));
+  }
 }
 
 }  // namespace dptrain::interop
