@@ -7,7 +7,10 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "datasets/previous_manifest.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/shard.hpp"
@@ -70,6 +73,26 @@ IdxImages read_idx_pair(const std::string& images_gz, const std::string& labels_
 }
 
 namespace {
+// Each shard `manifest` lists that is missing or whose checksum is not the listed one, with why.
+std::vector<std::string> damaged_shards(const std::string& output, const data::Manifest& manifest) {
+  std::vector<std::string> damaged;
+  for (const auto& [name, split] : manifest.splits) {
+    for (const data::ShardInfo& shard : split.shards) {
+      const std::string path = (fs::path(output) / shard.file).string();
+      if (!fs::exists(path)) {
+        damaged.push_back(path + " is missing");
+        continue;
+      }
+      const std::string checksum = data::file_checksum(path);
+      if (checksum != shard.checksum) {
+        damaged.push_back(path + " has checksum " + checksum + ", not the manifest's " + shard.checksum +
+                          " (damaged or truncated)");
+      }
+    }
+  }
+  return damaged;
+}
+
 data::SplitInfo write_split(const std::string& output, const std::string& split, const IdxImages& idx, int shards) {
   DPTRAIN_CHECK(shards >= 1 && shards <= idx.count, "cannot cut ", idx.count, " images into ", shards, " shards");
   data::SplitInfo info;
@@ -95,10 +118,18 @@ long convert_fashion_mnist(const std::string& source, const std::string& output,
   if (fs::exists(fs::path(output) / "manifest.json")) {
     const data::Manifest existing = data::Manifest::read(output);
     if (existing.name == "fashion-mnist") {
-      std::cerr << "dptrain data: " << output << " already holds Fashion-MNIST; nothing to do\n";
-      return static_cast<long>(existing.split("train").samples + existing.split("validation").samples);
+      // Done only if every shard it lists is there with its checksum; otherwise all of it is written
+      // again from the source (a few seconds), so no damaged shard and no statistics of one remain.
+      std::vector<std::string> damaged = damaged_shards(output, existing);
+      if (damaged.empty()) {
+        std::cerr << "dptrain data: " << output << " already holds Fashion-MNIST, every shard intact; nothing to do\n";
+        return static_cast<long>(existing.split("train").samples + existing.split("validation").samples);
+      }
+      for (const std::string& why : damaged) std::cerr << "dptrain data: note: " << why << "\n";
+      std::cerr << "dptrain data: converting Fashion-MNIST into " << output << " again\n";
     }
   }
+  set_aside_manifest(output);
   const IdxImages train =
       read_idx_pair((src / "train-images-idx3-ubyte.gz").string(), (src / "train-labels-idx1-ubyte.gz").string());
   const IdxImages test =
@@ -126,6 +157,7 @@ long convert_fashion_mnist(const std::string& source, const std::string& output,
   m.splits["train"] = write_split(output, "train", train, options.train_shards);
   m.splits["validation"] = write_split(output, "validation", test, options.validation_shards);
   m.write(output);  // last: a directory with a manifest is a complete conversion
+  forget_previous_manifest(output);
   return train.count + test.count;
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -17,6 +18,7 @@
 #include "datasets/imagenet_layout.hpp"
 #include "datasets/mpi_world.hpp"
 #include "datasets/parallel.hpp"
+#include "datasets/previous_manifest.hpp"
 #include "datasets/progress.hpp"
 #include "datasets/shard_plan.hpp"
 #include "dptrain/core/error.hpp"
@@ -121,6 +123,7 @@ class Converter {
   int jobs_ = 1;
   int classes_ = 0;
   std::mutex warnings_mutex_;
+  std::map<std::string, std::string> previous_checksums_;  // shard file -> its checksum in the earlier manifest
   // HDF5 is only thread-safe when built so (Debian's is, Spack's default is not): one shard file at a
   // time goes through the library, while the other threads decode and resize.
   std::mutex hdf5_mutex_;
@@ -128,6 +131,10 @@ class Converter {
 
 void Converter::prepare_output() {
   const fs::path output(o_.output);
+  // What an earlier conversion listed, read by every rank before the leader sets it aside: a shard
+  // kept from it must still have its checksum (reuse_shard).
+  previous_checksums_ = previous_checksums(o_.output);
+  world_.barrier();
   if (leader()) {
     std::error_code error;
     fs::create_directories(output, error);
@@ -135,9 +142,7 @@ void Converter::prepare_output() {
                   error ? error.message() : "a file is in the way", ")");
     // Until this conversion writes it again, the directory is incomplete; no stale manifest may say
     // otherwise.
-    fs::remove(output / "manifest.json", error);
-    DPTRAIN_CHECK(!error, (output / "manifest.json").string(), ": cannot remove the old manifest (", error.message(),
-                  ")");
+    set_aside_manifest(o_.output);
   }
   world_.barrier();
 }
@@ -297,6 +302,13 @@ std::optional<ShardOutcome> Converter::reuse_shard(const SplitPlan& split, int s
   ShardOutcome outcome;
   outcome.reused = true;
   try {
+    // First its bytes against the earlier manifest: a shard damaged since it was listed is written
+    // again, not adopted with its new checksum (nor counted in the statistics).
+    outcome.crc = parse_crc(data::file_checksum(path), path);
+    const auto listed = previous_checksums_.find(fs::path(path).filename().string());
+    DPTRAIN_CHECK(listed == previous_checksums_.end() || listed->second == format_crc(outcome.crc), "its checksum ",
+                  format_crc(outcome.crc), " is not the ", listed == previous_checksums_.end() ? "" : listed->second,
+                  " the earlier conversion listed (damaged since?)");
     std::vector<std::vector<std::uint8_t>> jpegs;
     {
       const std::lock_guard lock(hdf5_mutex_);
@@ -324,7 +336,6 @@ std::optional<ShardOutcome> Converter::reuse_shard(const SplitPlan& split, int s
     warn(std::string("note: writing ") + path + " again: " + e.what());
     return std::nullopt;
   }
-  outcome.crc = parse_crc(data::file_checksum(path), path);
   return outcome;
 }
 
@@ -451,6 +462,7 @@ ImagenetReport Converter::run() {
   }
   if (leader()) {
     manifest.write(o_.output);
+    forget_previous_manifest(o_.output);
     warn_about_stale_shards(manifest);
   }
 

@@ -560,6 +560,30 @@ TEST_CASE("convert imagenet: a restart writes only the missing shard", "[data][c
   check_samples_match(read_split(out, "train"), expected_by_class(source, "train"));
   CHECK(datasets::verify_dataset(out.string()).ok());
 
+  // A shard damaged since it was listed is written again, not adopted with its new checksum; so is
+  // one damaged while a re-conversion was interrupted (the manifest then set aside, not yet rewritten).
+  for (const bool interrupted : {false, true}) {
+    const std::string damaged = before.split("train").shards[0].file;
+    auto bytes = read_bytes(out / damaged);
+    bytes[bytes.size() / 2] ^= 0x5a;
+    write_bytes(out / damaged, bytes);
+    const std::string damaged_checksum = data::file_checksum((out / damaged).string());
+    if (interrupted) fs::rename(out / "manifest.json", out / ".manifest-previous.json");
+    std::string notes;
+    const datasets::ImagenetReport repaired = convert(options, &notes);
+    INFO(notes);
+    CHECK(repaired.shards_written == 1);
+    CHECK(notes.find("writing " + (out / damaged).string() + " again") != std::string::npos);
+    const data::Manifest again = data::Manifest::read(out.string());
+    // The file written again (HDF5 stores creation times, so not byte for byte the first one).
+    CHECK(again.split("train").shards[0].checksum == data::file_checksum((out / damaged).string()));
+    CHECK(again.split("train").shards[0].checksum != damaged_checksum);
+    CHECK(datasets::verify_dataset(out.string()).ok());
+    CHECK(again.mean == before.mean);
+    CHECK(again.stddev == before.stddev);
+    CHECK_FALSE(fs::exists(out / ".manifest-previous.json"));
+  }
+
   // A shard left by a conversion with other shard counts is pointed out, not silently kept.
   write_bytes(out / "train-00003-of-00007.h5", {1, 2, 3});
   std::string warnings;
