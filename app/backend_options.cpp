@@ -35,6 +35,12 @@ void add_backend_options(CLI::App* cmd, BackendOptions& o, bool with_loss_scale)
                 "Give every activation and gradient a buffer of its own instead of sharing memory between "
                 "tensors that are not alive at the same time (several times the memory; for comparisons)")
       ->group(group);
+  cmd->add_flag("!--skip-memory-check", o.memory_check,
+                "Start even when the memory estimate of the model at this batch (what 'dptrain inspect' prints) "
+                "exceeds what this rank may use: the GPU's free memory, or the host's available memory, cgroup "
+                "limit and Slurm --mem shared by the node's ranks (by default such a run is refused at start, "
+                "exit code 105, with the largest batch that fits)")
+      ->group(group);
   cmd->add_flag("!--nondeterministic", o.deterministic,
                 "--backend cuda: let cuDNN's algorithm search take the fastest convolution algorithms even where "
                 "they sum with atomics (other bits at every run); by default only deterministic ones are taken, "

@@ -22,6 +22,7 @@
 #include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/evaluation.hpp"
+#include "dptrain/train/memory_check.hpp"
 #include "dptrain/train/run_config.hpp"
 #include "dptrain/train/shared_manifest.hpp"
 #include "dptrain/train/trainer.hpp"
@@ -134,6 +135,7 @@ int run_eval(const EvalOptions& o) {
   config.aux_heads = m.aux_heads;
   config.label_smoothing = static_cast<float>(m.label_smoothing);
   config.memory = memory_options(o.device, NetPurpose::inference);  // forward only: a fraction of training's memory
+  check_memory_fits(m.model, config, o.device, *backend, job.topology().local_size(), comm.size());
   auto net = build_model(m.model, *backend, config);
   Trainer trainer(*net, TrainerConfig{});  // its optimizer only receives the checkpoint's momentum
   if (state) {

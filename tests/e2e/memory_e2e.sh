@@ -79,4 +79,37 @@ peak=$(field "$work/b.json" peak_memory_bytes) planned=$(field "$work/b.json" pl
   --no-memory-plan --json "$work/u.json" > /dev/null || fail "bench --no-memory-plan failed"
 [[ $(field "$work/u.json" memory_planned) == False ]] || fail "--no-memory-plan is not in the JSON"
 (( $(field "$work/u.json" planned_memory_bytes) > planned )) || fail "one buffer per tensor is not planned larger"
+# A run that cannot fit is refused at start (exit 105) with the figures and the largest batch that
+# fits; that batch then starts; --skip-memory-check starts anyway. Slurm's --mem is the limit here
+# (60 MB for bench, 2 MB for train and eval), and the check comes before any work.
+"$dptrain" data synth "$work/synth" --classes 4 --per-class 8 --val-per-class 2 --size 28 > /dev/null &&
+  "$dptrain" data convert imagenet "$work/synth" "$work/data" --size 28 --shards 1 --val-shards 1 > /dev/null ||
+  fail "the dataset for the memory check"
+refused() {  # refused MB WHAT ARGS...: exit code 105 under Slurm's --mem of MB; prints the largest batch
+  local got mb=$1 what=$2
+  shift 2
+  SLURM_MEM_PER_NODE=$mb "$dptrain" "$@" > "$work/refused.txt" 2>&1
+  got=$?
+  [[ $got -eq 105 ]] || { cat "$work/refused.txt" >&2; fail "$what: exit code $got, not 105"; }
+  grep -q "this rank may use (Slurm's --mem)" "$work/refused.txt" ||
+    { cat "$work/refused.txt" >&2; fail "$what: the refusal does not give the limit and its source"; }
+  ! grep -qE "^epoch |^images/s|validation" "$work/refused.txt" || fail "$what: work was done before the refusal"
+  grep -oE "largest batch that fits is [0-9]+" "$work/refused.txt" | grep -oE "[0-9]+$" ||
+    { grep -q "Not even one image fits" "$work/refused.txt" && echo 0; } ||
+    { cat "$work/refused.txt" >&2; fail "$what: no largest batch"; }
+}
+bench=(bench --model lenet --classes 4 --image-size 28 --steps 1 --warmup 0)
+fits=$(refused 60 "bench at batch 60000" "${bench[@]}" --batch-size 60000) || exit 1
+(( fits > 0 && fits < 60000 )) || fail "the largest batch that fits is $fits"
+SLURM_MEM_PER_NODE=60 "$dptrain" "${bench[@]}" --batch-size "$fits" > "$work/fits.txt" 2>&1 ||
+  { cat "$work/fits.txt"; fail "the batch the refusal named ($fits) is refused too"; }
+SLURM_MEM_PER_NODE=60 "$dptrain" "${bench[@]}" --batch-size "$((fits + 1))" > /dev/null 2>&1 &&
+  fail "one image more than the largest batch that fits ($fits) is not refused"
+SLURM_MEM_PER_NODE=1 "$dptrain" "${bench[@]}" --batch-size 8 --skip-memory-check > "$work/skip.txt" 2>&1 ||
+  { cat "$work/skip.txt"; fail "--skip-memory-check"; }
+refused 2 "train" train --model lenet --data "$work/data" --steps 1 --batch-size 32 > /dev/null || exit 1
+"$dptrain" train --model lenet --data "$work/data" --steps 1 --batch-size 4 --checkpoint-dir "$work/ckpt" > /dev/null ||
+  fail "the checkpoint for eval"
+refused 2 "eval with --no-memory-plan" eval --checkpoint "$work/ckpt" --data "$work/data" --batch-size 8 \
+  --no-memory-plan > /dev/null || exit 1
 echo "memory e2e: all checks passed"

@@ -21,6 +21,7 @@
 //   6. tests: <op>_cases() and a naive reference in a tests/support/*_op_cases.cpp (op_cases.hpp): they
 //      drive the reference, finite-difference, timing and (generated per op) GPU agreement checks.
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -224,6 +225,9 @@ class Backend {
   // the input stager and copy_from_host transpose on the device.
   virtual Tensor allocate_input(Shape shape) { return allocate(std::move(shape), activation_dtype(precision())); }
   // A host copy, plain layout; a bf16/f16 tensor comes back as f32 (the host never computes in 16 bits).
+  // The device memory this process can still allocate (free, plus what its caching allocator holds
+  // unused), or nullopt for a backend whose memory is the host's (the CPU).
+  virtual std::optional<std::size_t> device_memory_free() { return std::nullopt; }
   virtual Tensor to_host(const Tensor& t) = 0;
   // Several small tensors at once, with one wait for the device instead of one each: what a step
   // reads back (its losses and top-k counts).

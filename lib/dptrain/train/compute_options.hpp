@@ -20,6 +20,7 @@ struct BackendOptions {
   std::string loss_scale = "auto";  // auto | none | dynamic | a number
   bool memory_plan = true;          // off: --no-memory-plan (one buffer per activation, for comparisons)
   bool deterministic = true;        // off: --nondeterministic (cuDNN may pick atomics-based algorithms)
+  bool memory_check = true;         // off: --skip-memory-check (start even when the estimate exceeds the memory)
 };
 
 // How many GPUs the job's topology may bind ranks to: 0 for --backend cpu; for cuda the usable

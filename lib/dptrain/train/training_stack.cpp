@@ -4,6 +4,7 @@
 
 #include "dptrain/core/error.hpp"
 #include "dptrain/distributed/parameter_sync.hpp"
+#include "dptrain/train/memory_check.hpp"
 
 namespace dptrain {
 
@@ -11,6 +12,8 @@ TrainingStack::TrainingStack(distributed::Job& job, const BackendOptions& device
                              ModelConfig config, std::uint64_t seed)
     : job_(job), backend_(make_backend(device, job)) {
   config.memory = memory_options(device, NetPurpose::training);
+  // Before any activation is allocated: a run that cannot fit ends here, with the batch that would.
+  check_memory_fits(model, config, device, *backend_, job.topology().local_size(), job.communicator().size());
   net_ = build_model(model, *backend_, config);
   net_->initialize(seed);
   distributed::broadcast_parameters(*net_, job.communicator());

@@ -56,10 +56,11 @@ class CudaContext {
   // Gives back a workspace larger than `bytes` (the searches' cap, once the algorithms are chosen)
   // and the allocator's cached blocks: waits for the device.
   void shrink_workspace(std::size_t bytes);
+  // The driver's free memory, the allocator's cached blocks and the workspace held: what this process
+  // can still use (Backend::device_memory_free).
+  std::size_t available_for_workspace() const;
 
  private:
-  // The driver's free memory, the allocator's cached blocks and the workspace held.
-  std::size_t available_for_workspace() const;
 
   int device_;
   DType activation_;

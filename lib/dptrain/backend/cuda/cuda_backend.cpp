@@ -123,6 +123,7 @@ class CudaBackend final : public Backend {
     DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
     return host;
   }
+  std::optional<std::size_t> device_memory_free() override { return ctx_->available_for_workspace(); }
   // Plain f32 tensors are copied into one page-locked buffer, each copy queued without a wait, then
   // waited for once; any other tensor takes to_host's way.
   std::vector<Tensor> to_host_together(std::span<const Tensor* const> tensors) override {
