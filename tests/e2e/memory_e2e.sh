@@ -82,8 +82,9 @@ peak=$(field "$work/b.json" peak_memory_bytes) planned=$(field "$work/b.json" pl
 # A run that cannot fit is refused at start (exit 105) with the figures and the largest batch that
 # fits; that batch then starts; --skip-memory-check starts anyway. Slurm's --mem is the limit here
 # (60 MB for bench, 2 MB for train and eval), and the check comes before any work.
-"$dptrain" data synth "$work/synth" --classes 4 --per-class 8 --val-per-class 2 --size 28 > /dev/null &&
-  "$dptrain" data convert imagenet "$work/synth" "$work/data" --size 28 --shards 1 --val-shards 1 > /dev/null ||
+"$dptrain" data synth "$work/synth" --classes 4 --per-class 8 --val-per-class 2 --size 28 > /dev/null ||
+  fail "the images for the memory check"
+"$dptrain" data convert imagenet "$work/synth" "$work/data" --size 28 --shards 1 --val-shards 1 > /dev/null ||
   fail "the dataset for the memory check"
 refused() {  # refused MB WHAT ARGS...: exit code 105 under Slurm's --mem of MB; prints the largest batch
   local got mb=$1 what=$2

@@ -61,7 +61,6 @@ class CudaContext {
   std::size_t available_for_workspace() const;
 
  private:
-
   int device_;
   DType activation_;
   bool nhwc_ = false;
