@@ -14,6 +14,8 @@ dptrain=$1
 mpiexec=$2
 # shellcheck source=tests/e2e/e2e_common.sh
 source "$(dirname "$0")/e2e_common.sh"
+# shellcheck source=tests/e2e/slurm_stubs.sh
+source "$(dirname "$0")/slurm_stubs.sh"
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 job_pid=""
 cleanup() {
@@ -29,14 +31,7 @@ synth_data 64
 mkdir -p "$work/bin"
 real_sleep=$(command -v sleep)
 mpiexec=$(command -v "$mpiexec") || fail "no mpiexec '$2'"  # a path: the stub below execs it
-cat > "$work/bin/scontrol" <<'EOF'
-#!/usr/bin/env bash
-case "$1 ${2:-}" in
-  "show hostnames") tr ',' '\n' <<< "$3" ;;
-  "show job") echo "JobId=$4 Command=$STUB_SLURM_DIR/train.sbatch" ;;
-  "requeue "*) echo "$*" >> "$STUB_LOG/scontrol.requeue" ;;
-esac
-EOF
+write_scontrol_stub "$work/bin"
 printf '#!/usr/bin/env bash\nexit 0\n' > "$work/bin/srun"
 # The script waits 60 s after `scontrol requeue` for Slurm to end it; here it goes on at once.
 cat > "$work/bin/sleep" <<'EOF'

@@ -13,6 +13,8 @@ work=$(mktemp -d)
 trap '[[ -n ${KEEP_WORK:-} ]] || rm -rf "$work"' EXIT
 # Nothing of the caller's Slurm job or dptrain settings may reach the scripts.
 while read -r name; do unset "$name"; done < <(compgen -v | grep -E '^(SLURM_|DPTRAIN_)')
+# shellcheck source=tests/e2e/slurm_stubs.sh
+source "$(dirname "${BASH_SOURCE[0]}")/slurm_stubs.sh"
 failures=0
 bad() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
@@ -33,14 +35,7 @@ cat > "$work/bin/srun" <<'EOF'
 while [[ $# -gt 0 && $1 == -* ]]; do shift; done
 SLURM_PROCID=0 exec "$@"
 EOF
-cat > "$work/bin/scontrol" <<'EOF'
-#!/usr/bin/env bash
-case "$1 ${2:-}" in
-  "show hostnames") tr ',' '\n' <<< "$3" ;;
-  "show job") echo "JobId=$4 Command=$STUB_SLURM_DIR/train.sbatch" ;;
-  "requeue "*) echo "$*" >> "$STUB_LOG/scontrol.requeue" ;;
-esac
-EOF
+write_scontrol_stub "$work/bin"
 cat > "$work/dptrain-bin/dptrain" <<'EOF'
 #!/usr/bin/env bash
 # A stand-in for dptrain: `train --help` names the options train.sbatch looks for; every other run
