@@ -181,8 +181,11 @@ ShardHeader expected_shard_header(const Manifest& m, const std::string& split, s
 }
 
 ShardHeader read_shard_header(const std::string& path) {
-  h5::Handle file = h5::open_file(path);
-  const hid_t f = file.id();
+  const h5::Handle file = h5::open_file(path);
+  return read_shard_header(file.id(), path);
+}
+
+ShardHeader read_shard_header(hid_t f, const std::string& path) {
   const std::string format = h5::read_string_attribute(f, "format", path);
   DPTRAIN_CHECK(format == kShardFormat, path, ": format is '", format, "', not a dptrain shard");
   const std::int64_t version = h5::read_int_attribute(f, "version", path);
@@ -212,11 +215,10 @@ void check_header(const std::string& path, const ShardHeader& actual, const Shar
 }  // namespace
 
 ShardReader::ShardReader(const std::string& path, const ShardHeader& expected, std::size_t cache_bytes)
-    : path_(path), header_(read_shard_header(path)) {
+    : path_(path), file_h5_(h5::open_file(path)), header_(read_shard_header(file_h5_.id(), path)) {
   const ShardHeader& h = header_;
   check_header(path, h, expected);
 
-  file_h5_ = h5::open_file(path);
   {
     h5::Handle labels = h5::open_dataset(file_h5_.id(), "labels", path);
     const auto dims = h5::dataset_dims(labels.id());

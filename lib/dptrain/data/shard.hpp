@@ -126,8 +126,9 @@ class ShardReader {
   std::uint64_t bytes_of(std::int64_t i) const;  // sample i's stored bytes
 
   std::string path_;
+  h5::Handle file_h5_;  // opened first: the header is read from it (one open, one structure check)
   ShardHeader header_;
-  h5::Handle file_h5_, data_;
+  h5::Handle data_;
   // JPEG reads, made once: a small conversion buffer (HDF5 zeroes its default 1 MB on every read),
   // the vlen type, a one-element memory space and the file space whose selection each read moves.
   h5::Handle transfer_, jpeg_type_, jpeg_memory_, jpeg_file_space_;
@@ -144,5 +145,7 @@ ShardHeader expected_shard_header(const Manifest& manifest, const std::string& s
 
 // The header stored in a shard file, read without validation (for `dptrain data verify`).
 ShardHeader read_shard_header(const std::string& path);
+// The same from a shard already open (h5::open_file); `path` names it in errors.
+ShardHeader read_shard_header(hid_t file, const std::string& path);
 
 }  // namespace dptrain::data
