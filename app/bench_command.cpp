@@ -5,10 +5,12 @@
 // study divides by the one-GPU rate.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 
 #include "backend_options.hpp"
 #include "bench_result.hpp"
@@ -88,18 +90,43 @@ int run_bench(const BenchOptions& o) {
   std::vector<double> step_seconds;
   double compute_sum = 0;  // this rank's compute before it waited for gradients, over the timed steps
   distributed::ReducerStats before;
+  // Each step's score is read once the next step is queued, as `dptrain train` reads it, so the device
+  // is never idle while the host reads; a step's time runs from the read of the one before it to its
+  // own read. The first step (which measures the algorithms) is read at once.
+  struct Queued {
+    QueuedStep step;
+    int index = 0;
+    std::chrono::steady_clock::time_point start;
+    double gradients_ready_at = 0;
+  };
+  std::optional<Queued> unread;
+  std::chrono::steady_clock::time_point last_read{};
+  const auto read = [&](Queued& q) {
+    const StepResult r = q.step.result();
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - std::max(q.start, last_read)).count();
+    last_read = now;
+    if (q.index >= o.warmup) {
+      step_seconds.push_back(seconds);
+      compute_sum += TrainingStack::compute_seconds(q.gradients_ready_at, q.start, seconds);
+    }
+    out << "  step " << std::setw(3) << q.index + 1 << (q.index < o.warmup ? " (warm-up)" : "          ") << "  loss "
+        << std::fixed << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << global_batch / seconds
+        << " img/s\n";
+  };
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     if (s == o.warmup) before = reducer.stats();
     const auto start = std::chrono::steady_clock::now();
-    const StepResult r = trainer.step(0, 0);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (s >= o.warmup) {
-      step_seconds.push_back(seconds);
-      compute_sum += stack.compute_seconds(start, seconds);
+    Queued queued{trainer.queue_step(0, 0), s, start, stack.gradients_ready_at()};
+    if (unread) read(*unread);
+    unread = std::move(queued);
+    if (s == 0) {
+      read(*unread);
+      unread.reset();
     }
-    out << "  step " << std::setw(3) << s + 1 << (s < o.warmup ? " (warm-up)" : "          ") << "  loss " << std::fixed
-        << std::setprecision(4) << r.loss << "  " << std::setprecision(2) << global_batch / seconds << " img/s\n";
   }
+  if (unread) read(*unread);
+  unread.reset();
   // Where the time goes, after the timed steps so that the marks do not slow them.
   LayerProfile layer_profile;
   if (o.layers) {

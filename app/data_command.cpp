@@ -40,7 +40,7 @@ int run_synth(const datasets::SynthOptions& o) {
 }
 
 int run_verify(const std::string& directory, bool quick) {
-  const datasets::VerifyReport report = datasets::verify_dataset(directory, quick);
+  const datasets::VerifyReport report = datasets::verify_dataset(directory, quick, &std::cout);
   std::cout << report.summary << "\n";
   for (const std::string& problem : report.problems) std::cerr << "dptrain: error: " << problem << "\n";
   if (!report.ok()) {

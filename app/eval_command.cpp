@@ -155,7 +155,7 @@ int run_eval(const EvalOptions& o) {
   cfg.flip = false;
   cfg.threads = loader_threads(o.threads, job, !backend->device().is_cpu());
   data::Loader loader(manifest, o.data, cfg);
-  const Evaluation e = evaluate(*net, trainer, loader, comm);
+  const Evaluation e = evaluate(*net, trainer, loader, comm, job.is_root() ? &std::cout : nullptr, "eval");
 
   if (job.is_root()) {
     std::cout << std::left << std::setw(12) << "checkpoint" << m.path << "\n"

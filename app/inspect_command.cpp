@@ -2,6 +2,7 @@
 // total parameter count, the forward FLOPs per image, and the memory a rank needs to train it at a
 // batch size (planned, and with one buffer per tensor as before the planner), with the largest batch
 // that fits a memory limit. dptrain inspect CKPT: a checkpoint (inspect_checkpoint.cpp).
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include "commands.hpp"
 #include "dptrain/core/byte_size.hpp"
 #include "dptrain/core/json_line.hpp"
+#include "dptrain/data/manifest.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "inspect_checkpoint.hpp"
 #include "memory_report.hpp"
@@ -21,6 +23,7 @@ struct InspectOptions {
   std::string model;
   int image_size = 0;
   int classes = 1000;
+  std::string data;  // a dataset whose classes, channels and image size the model takes
   bool no_aux = false;
   bool json = false;
   bool list = false;
@@ -47,6 +50,14 @@ int run_inspect(const InspectOptions& o) {
   ModelConfig config;
   config.image_size = o.image_size;
   config.classes = o.classes;
+  if (!o.data.empty()) {
+    // As `dptrain train --data` builds it: the dataset's classes and channels, and its image size
+    // unless --image-size (train's --crop) is given.
+    const data::Manifest manifest = data::Manifest::read(o.data);
+    config.classes = manifest.class_count();
+    config.channels = manifest.channels;
+    if (o.image_size == 0) config.image_size = std::min(manifest.height, manifest.width);
+  }
   config.aux_heads = !o.no_aux;
   config.memory.allocate = false;  // shapes and plans only
   auto net = build_model(o.model, *backend, config);
@@ -55,7 +66,8 @@ int run_inspect(const InspectOptions& o) {
   if (o.json) {
     nlohmann::json j{{"model", o.model},
                      {"image_size", input[2]},
-                     {"classes", o.classes},
+                     {"classes", config.classes},
+                     {"channels", input[1]},
                      {"aux_heads", static_cast<int>(config.aux_heads)},
                      {"layers", static_cast<std::int64_t>(net->nodes().size() - 2)},
                      {"parameters", net->parameter_count()},
@@ -64,7 +76,8 @@ int run_inspect(const InspectOptions& o) {
     std::cout << json_text(j) << "\n";
     return 0;
   }
-  std::cout << o.model << ": input " << input.to_string() << ", " << o.classes << " classes\n";
+  std::cout << o.model << ": input " << input.to_string() << ", " << config.classes << " classes"
+            << (o.data.empty() ? "" : " (from " + o.data + ")") << "\n";
   std::cout << std::left << std::setw(44) << "layer" << std::setw(22) << "kind" << std::setw(20) << "output"
             << std::right << std::setw(12) << "parameters" << std::setw(14) << "MFLOP"
             << "\n";
@@ -95,7 +108,13 @@ Command add_inspect_command(CLI::App& app) {
   checkpoint->excludes(model)->excludes(list);
   cmd->add_option("--image-size", o->image_size, "Input height and width (default: the model's own)")
       ->check(at_least(1));
-  cmd->add_option("--classes", o->classes, "Number of classes")->check(in_range(2, 1 << 20))->capture_default_str();
+  auto* classes =
+      cmd->add_option("--classes", o->classes, "Number of classes")->check(in_range(2, 1 << 20))->capture_default_str();
+  auto* data = cmd->add_option("--data", o->data,
+                               "A dataset directory: the model takes its classes, channels and image size "
+                               "(as train --data does; --image-size still overrides the size)")
+                   ->check(CLI::ExistingDirectory);
+  data->excludes(classes)->excludes(checkpoint)->excludes(list);
   cmd->add_flag("--no-aux", o->no_aux, "Leave out the auxiliary classifiers (GoogLeNet, Inception-V3)");
   cmd->add_flag("--json", o->json, "Print a JSON summary instead of the table (of the model or the checkpoint)");
   for (CLI::Option* option : add_memory_query_options(cmd, o->memory)) {

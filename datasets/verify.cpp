@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/progress_line.hpp"
 #include "dptrain/data/jpeg_crop.hpp"
 #include "dptrain/data/manifest.hpp"
 #include "dptrain/data/shard.hpp"
@@ -27,7 +28,7 @@ void decode_every_entry(const data::ShardReader& reader, const data::Manifest& m
 }
 }  // namespace
 
-VerifyReport verify_dataset(const std::string& directory, bool quick) {
+VerifyReport verify_dataset(const std::string& directory, bool quick, std::ostream* progress) {
   namespace fs = std::filesystem;
   const data::Manifest manifest = data::Manifest::read(directory);
   VerifyReport report;
@@ -35,8 +36,12 @@ VerifyReport verify_dataset(const std::string& directory, bool quick) {
   std::ostringstream summary;
   summary << "dataset '" << manifest.name << "' in " << directory << ": " << manifest.class_count() << " classes, "
           << manifest.height << "x" << manifest.width << "x" << manifest.channels << " " << manifest.encoding;
+  std::int64_t shards = 0;
+  for (const auto& [name, split] : manifest.splits) shards += static_cast<std::int64_t>(split.shards.size());
+  ProgressLine line(progress, "verify", shards, "shards");
   for (const auto& [name, split] : manifest.splits) {
     for (std::size_t i = 0; i < split.shards.size(); ++i) {
+      line.update(report.shards);
       const data::ShardInfo& info = split.shards[i];
       const std::string path = (fs::path(directory) / info.file).string();
       ++report.shards;

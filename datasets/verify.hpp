@@ -6,6 +6,7 @@
 // `quick`), so a damaged or foreign image is named before training meets it. It also says how the
 // loader will read the samples (pread, or H5Dread under the HDF5 lock and why).
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,8 @@ struct VerifyReport {
 };
 
 // An unreadable or invalid manifest is an Error; problems with shards are collected, so one run
-// lists every bad file.
-VerifyReport verify_dataset(const std::string& directory, bool quick = false);
+// lists every bad file. `progress`: where a line at least every ten seconds says how many shards are
+// checked (core/progress_line.hpp); null: none.
+VerifyReport verify_dataset(const std::string& directory, bool quick = false, std::ostream* progress = nullptr);
 
 }  // namespace dptrain::datasets

@@ -77,6 +77,12 @@ grep -q "^rescheduled: the cosine schedule now decays over 4 steps, not 20" "$wo
 expect 106 "neither --epochs nor --steps" "${train[@]}"
 expect 106 "no --model" train --data "$data" --steps 2
 expect 108 "--epochs and --steps" "${train[@]}" --steps 2 --epochs 1
+expect 108 "--warmup-epochs as long as the run" "${train[@]}" --steps 2 --warmup-epochs 1
+grep -q "warmup-epochs 1 is 512 steps (512 per epoch at a global batch of 4), not fewer than the run's 2 steps" "$work/out.txt" ||
+  { cat "$work/out.txt"; fail "the warm-up refusal does not give its numbers"; }
+expect 108 "inspect --data with --classes" inspect --model lenet --data "$data" --classes 10
+expect 0 "inspect --data" inspect --model lenet --data "$data"
+grep -q "^lenet: input .*classes (from $data)" "$work/out.txt" || { cat "$work/out.txt"; fail "inspect --data does not say where its classes come from"; }
 expect 109 "an unknown option" "${train[@]}" --steps 2 --bogus
 expect 109 "an unknown subcommand argument" info extra
 

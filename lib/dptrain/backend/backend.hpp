@@ -24,6 +24,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dptrain/backend/specs.hpp"
@@ -189,6 +190,24 @@ struct SgdTensors {
   float weight_decay = 0.f;
 };
 
+// Host copies of device tensors, queued and not yet waited for (Backend::start_to_host_together).
+class PendingRead {
+ public:
+  virtual ~PendingRead() = default;
+  // Waits for the copies, once, and returns the host tensors in the order they were asked for.
+  virtual std::vector<Tensor> wait() = 0;
+};
+
+// Copies already made (a backend whose memory is the host's).
+class ReadyRead final : public PendingRead {
+ public:
+  explicit ReadyRead(std::vector<Tensor> host) : host_(std::move(host)) {}
+  std::vector<Tensor> wait() override { return std::move(host_); }
+
+ private:
+  std::vector<Tensor> host_;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -230,11 +249,17 @@ class Backend {
   virtual std::optional<std::size_t> device_memory_free() { return std::nullopt; }
   virtual Tensor to_host(const Tensor& t) = 0;
   // Several small tensors at once, with one wait for the device instead of one each: what a step
-  // reads back (its losses and top-k counts).
-  virtual std::vector<Tensor> to_host_together(std::span<const Tensor* const> tensors) {
+  // reads back (its losses and top-k counts). Started now, taken later: the copies are queued behind
+  // the work already queued, and PendingRead::wait() returns their values as of that point, however
+  // much work was queued after it (the next step, which overwrites the tensors). A backend whose
+  // memory is the host's reads at once. A PendingRead must not outlive its backend.
+  virtual std::unique_ptr<PendingRead> start_to_host_together(std::span<const Tensor* const> tensors) {
     std::vector<Tensor> host;
     for (const Tensor* t : tensors) host.push_back(to_host(*t));
-    return host;
+    return std::make_unique<ReadyRead>(std::move(host));
+  }
+  std::vector<Tensor> to_host_together(std::span<const Tensor* const> tensors) {
+    return start_to_host_together(tensors)->wait();
   }
   // From a plain host tensor of t's element type, or from f32 into a bf16/f16 tensor (converted).
   virtual void copy_from_host(const Tensor& host, Tensor& t) = 0;

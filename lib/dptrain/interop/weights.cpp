@@ -182,7 +182,13 @@ SafetensorsFile export_weights(const ckpt::TrainingState& state, NameStyle style
   if (!meta.mean.empty()) {
     m["mean"] = json_array(meta.mean);
     m["std"] = json_array(meta.stddev);
-    m["input"] = "RGB, NCHW, float32: (pixel - mean) / std with pixels on the 0-255 scale";
+    // One mean per channel: a greyscale dataset (Fashion-MNIST) is not RGB.
+    const std::size_t channels = meta.mean.size();
+    const std::string colour = channels == 1   ? std::string("greyscale (1 channel)")
+                               : channels == 3 ? std::string("RGB")
+                                               : std::to_string(channels) + " channels";
+    m["channels"] = std::to_string(channels);
+    m["input"] = colour + ", NCHW, float32: (pixel - mean) / std with pixels on the 0-255 scale";
   }
   if (!meta.dataset.empty()) m["dataset"] = meta.dataset;
   if (!meta.class_keys.empty()) m["class_keys"] = json_array(meta.class_keys);

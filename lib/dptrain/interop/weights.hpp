@@ -19,7 +19,8 @@ namespace dptrain::interop {
 // What an inference user needs beside the tensors, from the checkpoint and its dataset's manifest
 // (when the manifest can be read). Written as string entries of __metadata__: model, classes,
 // image_size, names, step, dptrain_version, and when known mean and std (JSON arrays, per channel on
-// the 0-255 pixel scale: input = (pixel - mean) / std, RGB, NCHW), dataset, class_keys (the wnids)
+// the 0-255 pixel scale: input = (pixel - mean) / std, NCHW; with channels and the colour in input),
+// dataset, class_keys (the wnids)
 // and class_names (JSON arrays in label order).
 struct ExportMetadata {
   int image_size = 0;  // 0: unknown

@@ -29,21 +29,30 @@ void Net::run_forward(const PassContext& ctx) {
   last_training_ = ctx.training;
 }
 
-Net::Scores Net::scores() const {
+Net::PendingScores Net::start_scores() const {
   std::vector<const Tensor*> read;
-  std::vector<float> weights;
+  PendingScores pending;
   for (const Node& node : nodes_) {
     if (!node.is_loss || (node.training_only && !last_training_)) continue;
     read.push_back(&node.output);
-    weights.push_back(static_cast<const SoftmaxCrossEntropy&>(*node.layer).loss_weight());
+    pending.weights_.push_back(static_cast<const SoftmaxCrossEntropy&>(*node.layer).loss_weight());
   }
   const Tensor& correct =
       static_cast<const SoftmaxCrossEntropy&>(*nodes_[static_cast<std::size_t>(main_loss_)].layer).correct();
-  if (correct.defined()) read.push_back(&correct);
-  const std::vector<Tensor> host = backend_->to_host_together(read);
+  pending.counted_ = correct.defined();
+  if (pending.counted_) read.push_back(&correct);
+  pending.read_ = backend_->start_to_host_together(read);
+  return pending;
+}
+
+Net::Scores Net::PendingScores::wait() {
+  DPTRAIN_CHECK(read_ != nullptr, "Net::PendingScores::wait() twice, or on scores never started");
+  const std::vector<Tensor> host = read_->wait();
+  read_.reset();
   Scores s;
-  for (std::size_t i = 0; i < weights.size(); ++i) s.loss += weights[i] * static_cast<double>(host[i].data<float>()[0]);
-  if (correct.defined()) {
+  for (std::size_t i = 0; i < weights_.size(); ++i)
+    s.loss += weights_[i] * static_cast<double>(host[i].data<float>()[0]);
+  if (counted_) {
     s.top1 = static_cast<std::int64_t>(host.back().data<float>()[0]);
     s.top5 = static_cast<std::int64_t>(host.back().data<float>()[1]);
   }

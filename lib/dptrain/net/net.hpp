@@ -33,7 +33,21 @@ class Net {
     double loss = 0;
     std::int64_t top1 = 0, top5 = 0;
   };
-  Scores scores() const;
+  // The same read queued now and taken later (PendingScores::wait): the host may queue the next
+  // step's work meanwhile, and the values are this forward's, whatever ran after it. A PendingScores
+  // must not outlive the net's backend.
+  class PendingScores {
+   public:
+    Scores wait();
+
+   private:
+    friend class Net;
+    std::unique_ptr<PendingRead> read_;
+    std::vector<float> weights_;  // of each loss read, in order; the top-k counts follow when counted_
+    bool counted_ = false;
+  };
+  PendingScores start_scores() const;
+  Scores scores() const { return start_scores().wait(); }
   // scores().loss.
   double total_loss() const { return scores().loss; }
   // Backward from the losses; parameter gradients are written (not accumulated), multiplied by the

@@ -35,7 +35,8 @@ LearningRateSchedule::LearningRateSchedule(ScheduleConfig config)
                 "step milestones must be in increasing order");
   if (config_.kind == ScheduleKind::poly || config_.kind == ScheduleKind::cosine) {
     DPTRAIN_CHECK(config_.total_steps > config_.warmup_steps,
-                  "poly and cosine schedules need a total step count larger than the warm-up");
+                  "poly and cosine schedules need more steps in all than in the warm-up, not ", config_.total_steps,
+                  " in all and ", config_.warmup_steps, " of warm-up");
   }
 }
 

@@ -4,11 +4,16 @@
 #include <chrono>
 #include <cmath>
 
+#include "dptrain/core/progress_line.hpp"
+
 namespace dptrain {
 
-Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distributed::Communicator& comm) {
+Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distributed::Communicator& comm,
+                    std::ostream* progress, const std::string& what) {
   const auto start = std::chrono::steady_clock::now();
   loader.seek(0, 0);
+  ProgressLine line(progress, what, loader.samples(), "images");
+  std::int64_t slots = 0;  // this rank's batch places so far, padding included: times the ranks, about the images done
   // loss sum, top-1, top-5, samples: summed over the ranks at the end.
   double sums[4] = {0, 0, 0, 0};
   for (;;) {
@@ -26,6 +31,8 @@ Evaluation evaluate(Net& net, Trainer& trainer, data::Loader& loader, distribute
     sums[1] += static_cast<double>(r.top1);
     sums[2] += static_cast<double>(r.top5);
     sums[3] += batch.valid;
+    slots += batch.labels.numel();
+    line.update(std::min(loader.samples(), slots * comm.size()));
   }
   comm.allreduce_sum(sums, 4);
   Evaluation e;

@@ -13,7 +13,7 @@ Trainer::Trainer(Net& net, TrainerConfig config)
   for (Parameter* p : net.parameters()) gradients_.push_back(&p->grad);
 }
 
-StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
+QueuedStep Trainer::queue_step(std::int64_t epoch, std::int64_t first_sample) {
   const PassContext ctx{true, config_.seed, static_cast<std::uint64_t>(epoch), first_sample};
   for (StepHooks* hooks : net_.step_hooks()) hooks->step_starting();
   net_.set_loss_scale(scaler_.scale());
@@ -38,22 +38,25 @@ StepResult Trainer::step(std::int64_t epoch, std::int64_t first_sample) {
   // The first step made every choice by measuring, and a run then takes rank 0's (or a checkpoint's),
   // which the plans look up in the second: after it, free what only the searches needed.
   if (++steps_run_ == 2) net_.backend().release_search_memory();
-  StepResult result = score();
-  result.learning_rate = lr;
-  result.skipped = !apply;
-  return result;
+  // The losses and the top-k counts, computed on the device, copied back behind the step's work.
+  QueuedStep queued;
+  queued.scores_ = net_.start_scores();
+  queued.decided_.learning_rate = lr;
+  queued.decided_.skipped = !apply;
+  return queued;
 }
 
 StepResult Trainer::evaluate_batch() {
   const PassContext ctx{false, config_.seed, 0, 0};
   net_.run_forward(ctx);
-  return score();
+  QueuedStep queued;
+  queued.scores_ = net_.start_scores();
+  return queued.result();
 }
 
-StepResult Trainer::score() {
-  // The losses and the top-k counts, computed on the device, in one small read-back.
-  const Net::Scores scores = net_.scores();
-  StepResult result;
+StepResult QueuedStep::result() {
+  const Net::Scores scores = scores_.wait();
+  StepResult result = decided_;
   result.loss = scores.loss;
   result.top1 = scores.top1;
   result.top5 = scores.top5;

@@ -27,13 +27,31 @@ struct StepResult {
   bool skipped = false;  // the loss scaler found inf/NaN gradients: no update was applied
 };
 
+// A step whose work is queued (and on a GPU may still run) and whose score is not read yet. Its
+// update is already decided: what is read later is only the loss and the top-k counts.
+class QueuedStep {
+ public:
+  // Waits for the step's score, once.
+  StepResult result();
+
+ private:
+  friend class Trainer;
+  Net::PendingScores scores_;
+  StepResult decided_;  // the rate and whether the update was skipped
+};
+
 class Trainer {
  public:
   Trainer(Net& net, TrainerConfig config);
 
   // One step on the batch already in net.images()/labels(); `first_sample` is the global index of
   // this rank's first sample (for dropout); `epoch` keys the randomness.
-  StepResult step(std::int64_t epoch, std::int64_t first_sample);
+  StepResult step(std::int64_t epoch, std::int64_t first_sample) { return queue_step(epoch, first_sample).result(); }
+  // The same step without waiting for its score: the caller may fill the next batch and queue the next
+  // step first, so that a GPU is never left idle while the host reads. The update is never skipped or
+  // applied on a late reading: the loss scaler's finiteness check (fp16) still waits for the device.
+  // The QueuedStep must not outlive the net's backend.
+  QueuedStep queue_step(std::int64_t epoch, std::int64_t first_sample);
   // Forward only, without training-only heads or dropout: for evaluation.
   StepResult evaluate_batch();
 
@@ -46,8 +64,6 @@ class Trainer {
   const LearningRateSchedule& schedule() const { return schedule_; }
 
  private:
-  StepResult score();
-
   Net& net_;
   TrainerConfig config_;
   Sgd sgd_;

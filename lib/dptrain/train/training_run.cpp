@@ -2,11 +2,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "dptrain/ckpt/preemption.hpp"
 #include "dptrain/core/exit_codes.hpp"
+#include "dptrain/core/progress_line.hpp"
 #include "dptrain/data/loader.hpp"
 #include "dptrain/train/next_stop.hpp"
 #include "dptrain/train/shared_manifest.hpp"
@@ -80,6 +82,23 @@ struct TrainingRun::State {
   double wait = 0;  // seconds this step waited for the loader
   data::Batch batch, upcoming;
   bool trace_written = false;
+  // A step whose work is queued and whose score is not read yet. It is read during the next step,
+  // after that step's work is queued (a GPU never idles while the host reads), or at once where this
+  // step's end needs it: the first step, a log line, an epoch's end, the last step, a checkpoint or a
+  // stop. So a checkpoint never holds a step whose loss was not seen to be finite. Declared after the
+  // stack: it is destroyed before the backend it reads from.
+  struct Unread {
+    QueuedStep queued;
+    std::int64_t step = 0;  // its index from 0
+    clock::time_point start;
+    double data_wait = 0;           // seconds it waited for the loader
+    double gradients_ready_at = 0;  // TrainingStack::gradients_ready_at() right after it was queued
+  };
+  std::optional<Unread> unread;
+  clock::time_point last_read;   // when the last score came back: a step's time starts no earlier
+  double last_step_seconds = 0;  // of the last step read
+  // Between step reports (every --log-every steps) at least a line every ten seconds (rank 0).
+  std::optional<ProgressLine> step_progress;
 
   void start_up();
   void restore();
@@ -91,6 +110,7 @@ struct TrainingRun::State {
   void start_trace();
   void write_trace() noexcept;
   ckpt::Progress progress_after(const data::Batch& done) const;
+  StepResult read_unread();
   double seconds_before_next_stop(double step_seconds) const;
 };
 
@@ -159,8 +179,20 @@ void TrainingRun::State::start_up() {
   samples_per_epoch = steps_per_epoch * global_batch;
 
   tc = trainer_config(o, global_batch, total_steps, steps_per_epoch);
+  if (decays(tc.schedule.kind) && tc.schedule.warmup_steps >= total_steps) {
+    throw OptionError(
+        exit_code::option_conflict,
+        detail::concat("--warmup-epochs ", o.warmup_epochs, " is ", tc.schedule.warmup_steps, " steps (",
+                       steps_per_epoch, " per epoch at a global batch of ", global_batch,
+                       "), not fewer than the run's ", total_steps, " steps: the ", schedule_name(tc.schedule.kind),
+                       " schedule decays after its warm-up; give fewer warm-up epochs or a longer run"));
+  }
   stack->start_training(tc);
-  configuration = stored_configuration(o);
+  // The dataset by absolute path: `dptrain export` and `eval` read its manifest (normalisation, class
+  // names) from wherever they are started.
+  TrainingRunConfig stored = o;
+  stored.data = std::filesystem::absolute(o.data).lexically_normal().string();
+  configuration = stored_configuration(stored);
   if (resume) restore();
   progress.global_step = first_step;
   if (resume) {
@@ -200,6 +232,7 @@ void TrainingRun::State::start_up() {
   step_start = clock::now();  // the first step's clock includes fetching its batch
   step = first_step;
   log->report_start(first_step, o.model);
+  step_progress.emplace(job->is_root() ? out : nullptr, "training", total_steps, "steps");
   fetch(batch);
   *out << "data: " << train_cfg.threads << " loader thread" << (train_cfg.threads == 1 ? "" : "s") << " per rank"
        << (o.loader_threads > 0 ? "" : " (the cores compute leaves free; --loader-threads to change)")
@@ -349,6 +382,23 @@ ckpt::Progress TrainingRun::State::progress_after(const data::Batch& done) const
   return p;
 }
 
+// Waits for the unread step's score, checks its loss and logs it. The steps are contiguous in time:
+// one queued before its predecessor was read starts when that read returned.
+StepResult TrainingRun::State::read_unread() {
+  Unread u = std::move(*unread);
+  unread.reset();
+  const StepResult r = u.queued.result();
+  const clock::time_point now = clock::now();
+  const double seconds = std::chrono::duration<double>(now - std::max(u.start, last_read)).count();
+  last_read = now;
+  last_step_seconds = seconds;
+  DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", u.step + 1,
+                "; lower --lr or check the data");
+  log->record_step(r, per_rank_batch, seconds, u.data_wait,
+                   TrainingStack::compute_seconds(u.gradients_ready_at, u.start, seconds));
+  return r;
+}
+
 TrainingRun::TrainingRun(TrainingRunConfig config, std::ostream& out) : s_(std::make_unique<State>()) {
   s_->o = std::move(config);
   s_->out = &out;
@@ -368,34 +418,41 @@ StepOutcome TrainingRun::step() {
   s.stager->finish(s.stack->net().images());
   std::copy_n(s.batch.labels.data<std::int32_t>(), s.batch.labels.numel(),
               s.stack->net().labels().data<std::int32_t>());
-  StepOutcome outcome;
-  outcome.result = s.stack->trainer().step(s.batch.epoch, s.batch.first_sample);
+  State::Unread queued{s.stack->trainer().queue_step(s.batch.epoch, s.batch.first_sample), step, s.step_start, 0,
+                       s.stack->gradients_ready_at()};
+  queued.data_wait = s.wait;  // the next batch was fetched while this step was queued
+  s.wait = 0;
   // Every convolution has now chosen its algorithms; from the next step on, every rank runs rank 0's.
   if (step == s.first_step && !s.stack->backend().device().is_cpu()) {
     share_rank0_tuned_choices(s.stack->backend(), s.job->communicator(), *s.out);
   }
-  const StepResult& r = outcome.result;
-  DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", step + 1,
-                "; lower --lr or check the data");
-  const double step_seconds = since(s.step_start);
-  const double compute = s.stack->compute_seconds(s.step_start, step_seconds);
-  s.log->record_step(r, s.per_rank_batch, step_seconds, s.wait, compute);
-  traced_step.finish();
-  s.wait = 0;
+  StepOutcome outcome;
+  if (s.unread) (void)s.read_unread();  // the previous step's, while this one runs
+  s.unread = std::move(queued);
   s.progress = s.progress_after(s.batch);
   const bool last = step + 1 == s.total_steps;
   outcome.epoch_end = s.progress.epoch != s.batch.epoch;
-  if ((step + 1) % s.o.log_every == 0 || last || outcome.epoch_end) {
-    s.log->report_window(s.batch.epoch, step + 1, r.learning_rate, s.stack->reducer().stats());
+  const bool reports = (step + 1) % s.o.log_every == 0 || last || outcome.epoch_end;
+  if (step == s.first_step || reports) outcome.result = s.read_unread();
+  // Every rank decides alike (after_step agrees), so every rank reads at the same steps.
+  const RunCheckpoints::Next next =
+      s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(s.last_step_seconds));
+  if (next != RunCheckpoints::Next::train && s.unread) outcome.result = s.read_unread();
+  traced_step.finish();
+  if (reports) s.log->report_window(s.batch.epoch, step + 1, outcome.result->learning_rate, s.stack->reducer().stats());
+  if (reports) {
+    s.step_progress->restart_interval();
+  } else {
+    s.step_progress->update(step + 1);
   }
   if (outcome.epoch_end) s.log->report_epoch_end(s.batch.epoch, s.train_cfg.threads);
   if ((outcome.epoch_end || last) && s.eval_loader) {
     TraceSpan traced(s.trace.get(), TraceEvent::evaluation);
-    s.last_eval = evaluate(s.stack->net(), s.stack->trainer(), *s.eval_loader, s.job->communicator());
+    s.last_eval = evaluate(s.stack->net(), s.stack->trainer(), *s.eval_loader, s.job->communicator(),
+                           s.job->is_root() ? s.out : nullptr, "validation");
     s.log->report_evaluation(s.batch.epoch, step + 1, *s.last_eval);
     outcome.evaluated = true;
   }
-  const RunCheckpoints::Next next = s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(step_seconds));
   if (next != RunCheckpoints::Next::train && s.checkpoints->enabled()) {
     TraceSpan traced(s.trace.get(), TraceEvent::checkpoint);
     s.checkpoints->write(s.o.model, s.stack->net(), s.stack->trainer().optimizer(), s.progress, s.configuration,

@@ -22,7 +22,10 @@ namespace dptrain {
 
 // What the end of a step decided.
 struct StepOutcome {
-  StepResult result;
+  // This step's score, where its end read it: the first step, a log line, an epoch's end, the last
+  // step, a checkpoint or a stop. Any other step's score is read (its loss checked and logged) during
+  // the next step, once that step's work is queued.
+  std::optional<StepResult> result;
   bool epoch_end = false;     // the next step starts a new epoch
   bool evaluated = false;     // the validation split was scored after this step
   bool checkpointed = false;  // a checkpoint holds the state after this step

@@ -43,10 +43,12 @@ distributed::GradientReducer& TrainingStack::reducer() {
   return *reducer_;
 }
 
-double TrainingStack::compute_seconds(std::chrono::steady_clock::time_point step_start, double step_seconds) const {
-  const double ready_at = reducer_ ? reducer_->last_gradients_ready_at() : 0.0;
-  if (ready_at <= 0) return step_seconds;
-  return std::max(0.0, ready_at - std::chrono::duration<double>(step_start.time_since_epoch()).count());
+double TrainingStack::gradients_ready_at() const { return reducer_ ? reducer_->last_gradients_ready_at() : 0.0; }
+
+double TrainingStack::compute_seconds(double gradients_ready_at, std::chrono::steady_clock::time_point step_start,
+                                      double step_seconds) {
+  if (gradients_ready_at <= 0) return step_seconds;
+  return std::max(0.0, gradients_ready_at - std::chrono::duration<double>(step_start.time_since_epoch()).count());
 }
 
 }  // namespace dptrain

@@ -41,11 +41,15 @@ class TrainingStack {
   Trainer& trainer();                       // after start_training()
   distributed::GradientReducer& reducer();  // after start_training()
 
+  // When the last step queued had written every gradient (GradientReducer::last_gradients_ready_at;
+  // 0 where that is not known): taken right after the step is queued, before the next one is.
+  double gradients_ready_at() const;
   // The seconds a step computed, counted from `step_start` (data wait included): until its backward
-  // pass wrote the last gradient, for after that a rank waits for the others (the allreduce), so a
-  // straggler shows here and not in the step time; the whole `step_seconds` where that moment is not
-  // known (one rank: nothing to wait for).
-  double compute_seconds(std::chrono::steady_clock::time_point step_start, double step_seconds) const;
+  // pass wrote the last gradient (`gradients_ready_at`), for after that a rank waits for the others
+  // (the allreduce), so a straggler shows here and not in the step time; the whole `step_seconds`
+  // where that moment is not known (one rank: nothing to wait for).
+  static double compute_seconds(double gradients_ready_at, std::chrono::steady_clock::time_point step_start,
+                                double step_seconds);
 
  private:
   distributed::Job& job_;

@@ -132,6 +132,16 @@ TEST_CASE("weights exported and imported come back bit for bit, with their metad
   CHECK(file.metadata.at("step") == "12");
   CHECK(file.metadata.at("image_size") == "28");
   CHECK(file.metadata.at("mean") == "[72.94]");
+  // One channel is greyscale, not RGB; three are RGB; the count is given as well.
+  CHECK(file.metadata.at("channels") == "1");
+  CHECK(file.metadata.at("input").rfind("greyscale (1 channel), NCHW", 0) == 0);
+  ExportMetadata rgb = meta;
+  rgb.mean = {123.7, 116.3, 103.5};
+  rgb.stddev = {58.4, 57.1, 57.4};
+  const SafetensorsFile colour = export_weights(s, NameStyle::dptrain, rgb);
+  CHECK(colour.metadata.at("channels") == "3");
+  CHECK(colour.metadata.at("input").rfind("RGB, NCHW", 0) == 0);
+  CHECK(export_weights(s, NameStyle::dptrain, {}).metadata.count("input") == 0);  // no dataset: no rule
   CHECK(file.metadata.at("class_names") == R"(["T-shirt/top","Trouser"])");
   CHECK(file.tensors().size() == s.parameters.size() + s.buffers.size());
   CHECK_THROWS_WITH(export_weights(s, NameStyle::torchvision, {}), Catch::Contains("no torchvision counterpart"));

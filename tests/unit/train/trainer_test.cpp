@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "dptrain/core/accuracy.hpp"
+#include "dptrain/core/error.hpp"
 #include "dptrain/core/philox.hpp"
 #include "dptrain/net/models/registry.hpp"
 #include "dptrain/train/statistics.hpp"
@@ -235,4 +237,36 @@ TEST_CASE("a step calls its net's hooks: each gradient once, then backward queue
   calls.clear();
   trainer.evaluate_batch();
   CHECK(calls.empty());
+}
+
+TEST_CASE("a queued step's score read after the next step is queued is the score of its own step", "[train]") {
+  auto backend = make_cpu_backend();
+  auto waiting_net = quadrant_lenet(*backend, 16, 4), late_net = quadrant_lenet(*backend, 16, 4);
+  TrainerConfig config;
+  config.schedule.kind = ScheduleKind::constant;
+  config.schedule.lr_per_256 = 0.5;
+  config.schedule.global_batch = 16;
+  Trainer waiting(*waiting_net, config), late(*late_net, config);
+  std::vector<StepResult> expected, got;
+  std::optional<QueuedStep> unread;
+  for (int s = 0; s < 5; ++s) {
+    fill_quadrant_batch(*waiting_net, s * 16);
+    expected.push_back(waiting.step(0, s * 16));
+    fill_quadrant_batch(*late_net, s * 16);
+    QueuedStep queued = late.queue_step(0, s * 16);
+    if (unread) got.push_back(unread->result());
+    unread = std::move(queued);
+  }
+  got.push_back(unread->result());
+  CHECK_THROWS_AS(unread->result(), Error);  // once only
+  REQUIRE(got.size() == expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("step " << i + 1);
+    CHECK(got[i].loss == expected[i].loss);
+    CHECK(got[i].top1 == expected[i].top1);
+    CHECK(got[i].top5 == expected[i].top5);
+    CHECK(got[i].learning_rate == expected[i].learning_rate);
+    CHECK(got[i].skipped == expected[i].skipped);
+  }
+  CHECK(expected.front().loss != expected.back().loss);  // the steps trained
 }

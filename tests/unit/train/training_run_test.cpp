@@ -4,6 +4,8 @@
 #include "dptrain/train/training_run.hpp"
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -314,4 +316,85 @@ TEST_CASE("a run fine-tunes imported weights, starting its classifier afresh onl
 }
 
 }  // namespace
+}  // namespace dptrain
+
+namespace dptrain {
+
+// A step's score is read during the next step (a GPU is then never idle while the host reads),
+// except where its own end needs it. Steps 1-12, 6 per epoch, a log line every 4, a checkpoint every 5.
+TEST_CASE("a step's score is read at its end only where that end needs it", "[train][run]") {
+  TempDir dir;
+  TrainingRunConfig c = lenet_config(dir.path / "ckpt");
+  c.epochs = 2;
+  c.log_every = 4;
+  c.checkpoints.every = "5";
+  std::ostringstream out;
+  TrainingRun run(c, out);
+  std::vector<std::int64_t> scored, checkpointed;
+  while (!run.finished()) {
+    const StepOutcome o = run.step();
+    const std::int64_t step = run.progress().global_step;
+    if (o.result) {
+      scored.push_back(step);
+      CHECK(std::isfinite(o.result->loss));
+      CHECK(o.result->top1 <= 16);
+    }
+    if (o.checkpointed) checkpointed.push_back(step);
+  }
+  CHECK(checkpointed == std::vector<std::int64_t>{5, 10, 12});
+  // The first step, log lines (4, 8, 12), epoch ends (6, 12) and checkpoints.
+  CHECK(scored == std::vector<std::int64_t>{1, 4, 5, 6, 8, 10, 12});
+  // Every step is in the log all the same: a window's line counts its 4 steps.
+  CHECK(out.str().find("step 4/12") != std::string::npos);
+}
+
+// A score read one step late is still checked: a diverged run ends with the step whose loss was not
+// finite, and no checkpoint holds that step (a checkpoint's step is read before it is written).
+TEST_CASE("a loss that stops being finite ends the run, even when read a step late", "[train][run]") {
+  TempDir dir;
+  TrainingRunConfig c = lenet_config(dir.path / "ckpt");
+  c.steps = 12;
+  c.lr = 30;  // the loss is NaN by step 4 or so
+  c.checkpoints.every = "2";
+  std::ostringstream out;
+  TrainingRun run(c, out);
+  std::int64_t last_checkpoint = 0;
+  const auto train = [&] {
+    while (!run.finished()) {
+      if (run.step().checkpointed) last_checkpoint = run.progress().global_step;
+    }
+  };
+  REQUIRE_THROWS_WITH(train(), Catch::Contains("the loss became"));
+  REQUIRE(last_checkpoint > 0);
+  char name[32];
+  std::snprintf(name, sizeof name, "ckpt-%09lld.h5", static_cast<long long>(last_checkpoint));
+  const ckpt::TrainingState saved = ckpt::read_checkpoint((dir.path / "ckpt" / name).string());
+  CHECK(saved.progress.global_step == last_checkpoint);
+  for (const ckpt::NamedTensor& t : saved.parameters) {
+    for (std::int64_t i = 0; i < t.value.numel(); ++i) REQUIRE(std::isfinite(t.value.data<float>()[i]));
+  }
+}
+
+}  // namespace dptrain
+
+namespace dptrain {
+
+// A run given its data by a relative path stores the absolute one, so that `export` and `eval` find
+// the dataset's manifest (normalisation, class names) from any directory.
+TEST_CASE("a checkpoint names its dataset by absolute path", "[train][run]") {
+  TempDir dir;
+  TrainingRunConfig c = lenet_config(dir.path / "ckpt");
+  const fs::path absolute = fs::path(c.data);
+  c.data = fs::relative(absolute).string();
+  REQUIRE(fs::path(c.data).is_relative());
+  c.steps = 1;
+  std::ostringstream out;
+  TrainingRun run(c, out);
+  run.run();
+  const ckpt::TrainingState saved = ckpt::read_checkpoint((dir.path / "ckpt" / "ckpt-000000001.h5").string());
+  const TrainingRunConfig stored = parse_stored_configuration(saved.configuration, "test");
+  CHECK(fs::path(stored.data).is_absolute());
+  CHECK(fs::equivalent(stored.data, absolute));
+}
+
 }  // namespace dptrain

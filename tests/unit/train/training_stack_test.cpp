@@ -60,7 +60,12 @@ TEST_CASE("a training stack builds the model from its seed, then trains it throu
 
   // One rank waits for nobody: the step's compute time is the whole step.
   const auto start = std::chrono::steady_clock::now();
-  CHECK(stack.compute_seconds(start, 0.25) == 0.25);
+  CHECK(stack.gradients_ready_at() == 0);
+  CHECK(TrainingStack::compute_seconds(stack.gradients_ready_at(), start, 0.25) == 0.25);
+  // Where the gradients' moment is known, the compute time ends there, and never goes below zero.
+  const double start_seconds = std::chrono::duration<double>(start.time_since_epoch()).count();
+  CHECK(TrainingStack::compute_seconds(start_seconds + 0.125, start, 0.25) == Approx(0.125));
+  CHECK(TrainingStack::compute_seconds(start_seconds - 1, start, 0.25) == 0);
 }
 
 }  // namespace dptrain

@@ -13,6 +13,7 @@
 #include "dptrain/backend/cuda/layout_kernels.hpp"
 #include "dptrain/backend/cuda/plans.hpp"
 #include "dptrain/backend/cuda/precision_kernels.hpp"
+#include "dptrain/backend/cuda/readback.hpp"
 #include "dptrain/backend/cuda/sgd_table.hpp"
 #include "dptrain/backend/cuda/streams.hpp"
 
@@ -124,39 +125,11 @@ class CudaBackend final : public Backend {
     return host;
   }
   std::optional<std::size_t> device_memory_free() override { return ctx_->available_for_workspace(); }
-  // Plain f32 tensors are copied into one page-locked buffer, each copy queued without a wait, then
-  // waited for once; any other tensor takes to_host's way.
-  std::vector<Tensor> to_host_together(std::span<const Tensor* const> tensors) override {
-    std::size_t bytes = 0;
-    for (const Tensor* t : tensors) {
-      check_here(*t, "to_host_together");
-      if (t->dtype() == DType::f32 && t->layout() == Layout::plain) bytes += t->bytes();
-    }
-    if (!readback_ || readback_->bytes() < bytes)
-      readback_ = std::make_unique<PinnedBuffer>(std::max<std::size_t>(bytes, 256));
-    auto* staging = static_cast<std::byte*>(readback_->data());
-    std::vector<Tensor> host;
-    std::vector<std::size_t> offsets;
-    std::size_t offset = 0;
-    for (const Tensor* t : tensors) {
-      if (t->dtype() != DType::f32 || t->layout() != Layout::plain) {
-        host.push_back(to_host(*t));
-        offsets.push_back(SIZE_MAX);
-        continue;
-      }
-      if (t->bytes()) {
-        DPTRAIN_CUDA_CHECK(
-            cudaMemcpyAsync(staging + offset, t->raw(), t->bytes(), cudaMemcpyDeviceToHost, ctx_->stream()));
-      }
-      host.push_back(Tensor::empty(t->shape(), t->dtype()));
-      offsets.push_back(offset);
-      offset += t->bytes();
-    }
-    DPTRAIN_CUDA_CHECK(cudaStreamSynchronize(ctx_->stream()));
-    for (std::size_t i = 0; i < host.size(); ++i) {
-      if (offsets[i] != SIZE_MAX && host[i].bytes()) std::memcpy(host[i].raw(), staging + offsets[i], host[i].bytes());
-    }
-    return host;
+  // Plain f32 tensors are copied into one page-locked slot, each copy queued without a wait, and
+  // waited for once, when the caller takes them; any other tensor takes to_host's way.
+  std::unique_ptr<PendingRead> start_to_host_together(std::span<const Tensor* const> tensors) override {
+    for (const Tensor* t : tensors) check_here(*t, "to_host_together");
+    return readbacks_.start(tensors, [this](const Tensor& t) { return to_host(t); });
   }
   void copy_from_host(const Tensor& host, Tensor& t) override {
     DPTRAIN_CHECK(host.device().is_cpu() && host.layout() == Layout::plain,
@@ -346,10 +319,10 @@ class CudaBackend final : public Backend {
 
   CudaContextPtr ctx_;
   Precision precision_;
-  std::string fingerprint_;                 // what the algorithm choices are valid for (tuning_fingerprint)
-  Tensor nonfinite_;                        // the overflow flag of scale_and_check_finite
-  std::unique_ptr<PinnedBuffer> readback_;  // to_host_together's staging, grown as needed
-  SgdTable sgd_table_;                      // sgd_update_all's device table, kept while the parameter list is the same
+  std::string fingerprint_;    // what the algorithm choices are valid for (tuning_fingerprint)
+  Tensor nonfinite_;           // the overflow flag of scale_and_check_finite
+  Readbacks readbacks_{ctx_};  // start_to_host_together's page-locked slots
+  SgdTable sgd_table_;         // sgd_update_all's device table, kept while the parameter list is the same
 };
 
 CudaBackend& as_cuda(Backend& backend) {
