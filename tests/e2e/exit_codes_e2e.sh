@@ -48,6 +48,10 @@ expect 75 "--stop-at-step with a checkpoint directory" "${train[@]}" --steps 20 
 grep -q "lr 0.0015625 (0.1 per 256)" "$work/out.txt" || { cat "$work/out.txt"; fail "the start line's learning rate"; }
 expect 79 "--stop-at-step without a checkpoint directory" "${train[@]}" --steps 20 --stop-at-step 2
 grep -q "warning: no --checkpoint-dir" "$work/out.txt" || { cat "$work/out.txt"; fail "no warning at the start of a run that a stop would lose"; }
+# A checkpoint directory that cannot be made, or a file where it belongs: a refused value, at start.
+expect 105 "--checkpoint-dir /proc/self/ckpt" "${train[@]}" --steps 2 --checkpoint-dir /proc/self/ckpt
+: > "$work/a-file"
+expect 105 "--checkpoint-dir naming a file" "${train[@]}" --steps 2 --checkpoint-dir "$work/a-file"
 expect 105 "--keep -1" "${train[@]}" --steps 2 --keep -1
 expect 105 "--time-limit 0" "${train[@]}" --steps 2 --time-limit 0
 expect 105 "--schedule Cosine" "${train[@]}" --steps 2 --schedule Cosine

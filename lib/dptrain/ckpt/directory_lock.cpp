@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/io/durable_io.hpp"
 
 namespace dptrain::ckpt {
@@ -82,9 +83,10 @@ DirectoryLock::DirectoryLock(const std::string& directory)
     DPTRAIN_CHECK(error != ELOOP, path_,
                   " is a symbolic link: dptrain never follows one in a checkpoint directory; remove it (and "
                   "check who put it there)");
-    throw Error(detail::concat("the checkpoint directory ", directory, " is not writable: cannot create its lock file ",
-                               path_, " (", std::strerror(error),
-                               "); fix the permissions or give another --checkpoint-dir"));
+    throw OptionError(
+        exit_code::option_value,
+        detail::concat("the checkpoint directory ", directory, " is not writable: cannot create its lock file ", path_,
+                       " (", std::strerror(error), "); fix the permissions or give another --checkpoint-dir"));
   }
   try {
     struct stat st {};

@@ -16,6 +16,7 @@
 #include "dptrain/ckpt/preemption.hpp"  // preemption_requested (train installs the handlers first)
 #include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/distributed/broadcast.hpp"
 #include "dptrain/distributed/parameter_sync.hpp"
 #include "dptrain/distributed/root_work.hpp"
@@ -59,10 +60,17 @@ void RunCheckpoints::open_directory() {
   namespace fs = std::filesystem;
   const std::string& dir = options_.directory;
   std::error_code ec;
+  // A directory that cannot be made or written is a refused option value (exit 105), as for every
+  // other output a command writes (core/file_write.hpp); so is a lock file that cannot be created.
   fs::create_directories(dir, ec);
-  DPTRAIN_CHECK(!ec, "cannot create the checkpoint directory ", dir, " (", ec.message(),
-                "); give another --checkpoint-dir");
-  DPTRAIN_CHECK(fs::is_directory(dir, ec), "the checkpoint directory ", dir, " is not a directory");
+  if (ec) {
+    throw OptionError(exit_code::option_value, detail::concat("cannot create the checkpoint directory ", dir, " (",
+                                                              ec.message(), "); give another --checkpoint-dir"));
+  }
+  if (!fs::is_directory(dir, ec)) {
+    throw OptionError(exit_code::option_value, detail::concat("the checkpoint directory ", dir,
+                                                              " is not a directory; give another --checkpoint-dir"));
+  }
   lock_.emplace(dir);
   if (!lock_->exclusive()) {
     std::cerr << "dptrain: warning: " << lock_->unsupported()

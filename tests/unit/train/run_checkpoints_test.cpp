@@ -14,6 +14,7 @@
 #include "dptrain/ckpt/checkpoint_file.hpp"
 #include "dptrain/ckpt/checkpoint_writer.hpp"
 #include "dptrain/ckpt/directory_lock.hpp"
+#include "dptrain/core/exit_codes.hpp"
 #include "dptrain/net/net.hpp"
 #include "unit/ckpt/ckpt_testing.hpp"
 
@@ -68,6 +69,16 @@ TEST_CASE("a run checks and locks its checkpoint directory when it starts", "[tr
     testing::write_bytes(dir.file("a-file"), {'f'});
     CHECK_THROWS_WITH(RunCheckpoints(options_for(dir.file("a-file")), comm, log),
                       Catch::Contains("cannot create the checkpoint directory " + dir.file("a-file")));
+    // Both are a refused --checkpoint-dir: exit code 105, as for every other output.
+    for (const std::string& bad : {std::string("/proc"), dir.file("a-file"), std::string("/proc/self/ckpt")}) {
+      INFO(bad);
+      try {
+        RunCheckpoints refused(options_for(bad), comm, log);
+        FAIL("accepted");
+      } catch (const OptionError& e) {
+        CHECK(e.code() == exit_code::option_value);
+      }
+    }
   }
   SECTION("a --checkpoint-timeout that is not a positive duration is refused") {
     for (const char* bad : {"0", "soon", "-5m"}) {
