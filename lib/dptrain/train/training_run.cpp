@@ -1,5 +1,6 @@
 #include "dptrain/train/training_run.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -95,8 +96,15 @@ struct TrainingRun::State {
     double gradients_ready_at = 0;  // TrainingStack::gradients_ready_at() right after it was queued
   };
   std::optional<Unread> unread;
-  clock::time_point last_read;   // when the last score came back: a step's time starts no earlier
-  double last_step_seconds = 0;  // of the last step read
+  clock::time_point last_read;       // when the last score came back: a step's time starts no earlier
+  double last_step_seconds = 0;      // of the last step read
+  double previous_step_seconds = 0;  // of the one read before it
+  // What the next step will take, for the time limit: where the host waits inside a step (several
+  // ranks, fp16) a step read at once right after a late one covers only its tail, so the last two
+  // steps' mean, when that is longer.
+  double step_seconds_estimate() const {
+    return std::max(last_step_seconds, (last_step_seconds + previous_step_seconds) / 2);
+  }
   // Between step reports (every --log-every steps) at least a line every ten seconds (rank 0).
   std::optional<ProgressLine> step_progress;
 
@@ -391,6 +399,7 @@ StepResult TrainingRun::State::read_unread() {
   const clock::time_point now = clock::now();
   const double seconds = std::chrono::duration<double>(now - std::max(u.start, last_read)).count();
   last_read = now;
+  previous_step_seconds = last_step_seconds;
   last_step_seconds = seconds;
   DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", u.step + 1,
                 "; lower --lr or check the data");
@@ -436,7 +445,7 @@ StepOutcome TrainingRun::step() {
   if (step == s.first_step || reports) outcome.result = s.read_unread();
   // Every rank decides alike (after_step agrees), so every rank reads at the same steps.
   const RunCheckpoints::Next next =
-      s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(s.last_step_seconds));
+      s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(s.step_seconds_estimate()));
   if (next != RunCheckpoints::Next::train && s.unread) outcome.result = s.read_unread();
   traced_step.finish();
   if (reports) s.log->report_window(s.batch.epoch, step + 1, outcome.result->learning_rate, s.stack->reducer().stats());

@@ -77,21 +77,30 @@ std::unique_ptr<PendingRead> Readbacks::start(std::span<const Tensor* const> ten
   std::vector<Tensor> host;
   std::vector<std::size_t> offsets;
   std::size_t offset = 0;
-  for (const Tensor* t : tensors) {
-    if (!staged(*t)) {
-      host.push_back(to_host(*t));
-      offsets.push_back(kNotStaged);
-      continue;
+  try {
+    for (const Tensor* t : tensors) {
+      if (!staged(*t)) {
+        host.push_back(to_host(*t));
+        offsets.push_back(kNotStaged);
+        continue;
+      }
+      if (t->bytes()) {
+        DPTRAIN_CUDA_CHECK(
+            cudaMemcpyAsync(staging + offset, t->raw(), t->bytes(), cudaMemcpyDeviceToHost, ctx_->stream()));
+      }
+      host.push_back(Tensor::empty(t->shape(), t->dtype()));
+      offsets.push_back(offset);
+      offset += t->bytes();
     }
-    if (t->bytes()) {
-      DPTRAIN_CUDA_CHECK(
-          cudaMemcpyAsync(staging + offset, t->raw(), t->bytes(), cudaMemcpyDeviceToHost, ctx_->stream()));
-    }
-    host.push_back(Tensor::empty(t->shape(), t->dtype()));
-    offsets.push_back(offset);
-    offset += t->bytes();
+    slot.copied.record(ctx_->stream());
+  } catch (...) {
+    // A failed read (to_host out of memory, say) frees its slot once the copies it queued are over; on a
+    // device that fails even that, the slot stays taken and is never copied into again.
+    if (cudaEventRecord(slot.copied.get(), ctx_->stream()) == cudaSuccess &&
+        cudaEventSynchronize(slot.copied.get()) == cudaSuccess)
+      slot.in_use = false;
+    throw;
   }
-  slot.copied.record(ctx_->stream());
   return std::make_unique<PendingCopy>(slot, std::move(host), std::move(offsets));
 }
 
