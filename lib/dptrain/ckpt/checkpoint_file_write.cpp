@@ -14,7 +14,8 @@
 namespace dptrain::ckpt {
 namespace {
 h5::Handle create_group(hid_t parent, const char* name) {
-  return h5::Handle(DPTRAIN_H5_CHECK(H5Gcreate2(parent, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
+  const h5::Handle create = h5::untimed_creation(H5P_GROUP_CREATE);
+  return h5::Handle(DPTRAIN_H5_CHECK(H5Gcreate2(parent, name, H5P_DEFAULT, create.id(), H5P_DEFAULT)), H5Gclose);
 }
 
 void write_tensor(hid_t group, hid_t link_create, const NamedTensor& t, std::int64_t index) {
@@ -28,8 +29,9 @@ void write_tensor(hid_t group, hid_t link_create, const NamedTensor& t, std::int
       DPTRAIN_H5_CHECK(dims.empty() ? H5Screate(H5S_SCALAR)
                                     : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr)),
       H5Sclose);
+  const h5::Handle create = h5::untimed_creation(H5P_DATASET_CREATE);
   h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(group, t.name.c_str(), H5T_IEEE_F32LE, space.id(), link_create,
-                                             H5P_DEFAULT, H5P_DEFAULT)),
+                                             create.id(), H5P_DEFAULT)),
                  H5Dclose);
   if (t.value.bytes())
     DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.value.raw()));

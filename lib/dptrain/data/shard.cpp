@@ -21,8 +21,9 @@ void write_header(hid_t file, const ShardHeader& h, int version) {
 void write_labels(hid_t file, const ShardHeader& h, const std::int32_t* labels) {
   const hsize_t dims[1] = {static_cast<hsize_t>(h.samples)};
   h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  const h5::Handle create = h5::untimed_creation(H5P_DATASET_CREATE);
   h5::Handle set(
-      DPTRAIN_H5_CHECK(H5Dcreate2(file, "labels", H5T_STD_I32LE, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+      DPTRAIN_H5_CHECK(H5Dcreate2(file, "labels", H5T_STD_I32LE, space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)),
       H5Dclose);
   DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels));
 }
@@ -62,7 +63,7 @@ void write_raw_shard(const std::string& path, const ShardHeader& h, const std::u
     const hsize_t dims[4] = {static_cast<hsize_t>(h.samples), static_cast<hsize_t>(h.height),
                              static_cast<hsize_t>(h.width), static_cast<hsize_t>(h.channels)};
     h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(4, dims, nullptr)), H5Sclose);
-    h5::Handle create(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+    h5::Handle create = h5::untimed_creation(H5P_DATASET_CREATE);
     if (layout.images_per_chunk == 0) {
       // Contiguous (the default): sample i's bytes start at a fixed distance from the dataset's, so the
       // loader reads with pread without looking anything up (HDF5 1.10 finds N chunks in O(N^2)).
@@ -89,8 +90,9 @@ void write_jpeg_vlen(hid_t file, const std::vector<std::vector<std::uint8_t>>& j
   const hsize_t dims[1] = {static_cast<hsize_t>(jpegs.size())};
   h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
   h5::Handle type(DPTRAIN_H5_CHECK(H5Tvlen_create(H5T_NATIVE_UINT8)), H5Tclose);
+  const h5::Handle create = h5::untimed_creation(H5P_DATASET_CREATE);
   h5::Handle set(
-      DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg", type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+      DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg", type.id(), space.id(), H5P_DEFAULT, create.id(), H5P_DEFAULT)),
       H5Dclose);
   std::vector<hvl_t> rows(jpegs.size());
   for (std::size_t i = 0; i < jpegs.size(); ++i) {
@@ -111,7 +113,7 @@ void write_jpeg_packed(hid_t file, const std::vector<std::vector<std::uint8_t>>&
   {
     const hsize_t dims[1] = {static_cast<hsize_t>(packed.size())};
     h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-    h5::Handle create(DPTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+    h5::Handle create = h5::untimed_creation(H5P_DATASET_CREATE);
     if (layout.chunk_bytes > 0) {
       const hsize_t chunk[1] = {
           std::min<hsize_t>(static_cast<hsize_t>(layout.chunk_bytes), std::max<hsize_t>(dims[0], 1))};
@@ -133,7 +135,8 @@ void write_jpeg_packed(hid_t file, const std::vector<std::vector<std::uint8_t>>&
   }
   const hsize_t dims[1] = {static_cast<hsize_t>(starts.size())};
   h5::Handle space(DPTRAIN_H5_CHECK(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-  h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg_offsets", H5T_STD_U64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT,
+  const h5::Handle create = h5::untimed_creation(H5P_DATASET_CREATE);
+  h5::Handle set(DPTRAIN_H5_CHECK(H5Dcreate2(file, "jpeg_offsets", H5T_STD_U64LE, space.id(), H5P_DEFAULT, create.id(),
                                              H5P_DEFAULT)),
                  H5Dclose);
   DPTRAIN_H5_CHECK(H5Dwrite(set.id(), H5T_NATIVE_UINT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, starts.data()));

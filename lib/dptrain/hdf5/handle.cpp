@@ -28,13 +28,20 @@ void reseal_superblock(std::string& image) {
 }
 }  // namespace
 
+Handle untimed_creation(hid_t property_class) {
+  Handle list(DPTRAIN_H5_CHECK(H5Pcreate(property_class)), H5Pclose);
+  DPTRAIN_H5_CHECK(H5Pset_obj_track_times(list.id(), false));
+  return list;
+}
+
 std::string build_file_image(hid_t access, const std::function<void(hid_t file)>& body) {
   static std::atomic<std::uint64_t> images{0};
   Handle in_memory(DPTRAIN_H5_CHECK(H5Pcopy(access)), H5Pclose);
   DPTRAIN_H5_CHECK(H5Pset_fapl_core(in_memory.id(), std::size_t{1} << 20, false));
   // A name of its own: HDF5 refuses a second open file of the same name.
   const std::string name = "dptrain-in-memory-" + std::to_string(images++);
-  Handle file(DPTRAIN_H5_CHECK(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, in_memory.id())), H5Fclose);
+  const Handle creation = untimed_creation(H5P_FILE_CREATE);  // the root group's times
+  Handle file(DPTRAIN_H5_CHECK(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, creation.id(), in_memory.id())), H5Fclose);
   body(file.id());
   DPTRAIN_H5_CHECK(H5Fflush(file.id(), H5F_SCOPE_GLOBAL));
   const ssize_t size = DPTRAIN_H5_CHECK(H5Fget_file_image(file.id(), nullptr, 0));
@@ -50,7 +57,8 @@ void quiet_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 Handle create_file(const std::string& path) { return create_file(path, H5P_DEFAULT); }
 
 Handle create_file(const std::string& path, hid_t access) {
-  return Handle(DPTRAIN_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access)), H5Fclose);
+  const Handle creation = untimed_creation(H5P_FILE_CREATE);
+  return Handle(DPTRAIN_H5_CHECK(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, creation.id(), access)), H5Fclose);
 }
 
 Handle open_file(const std::string& path) {

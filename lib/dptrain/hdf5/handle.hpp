@@ -53,6 +53,13 @@ class Handle {
 // Silences HDF5's own error printing for this process: failures are reported through DPTRAIN_H5_CHECK.
 void quiet_errors();
 
+// A creation property list (H5P_FILE_CREATE, H5P_GROUP_CREATE or H5P_DATASET_CREATE) that stores no
+// object times. HDF5 records each object's creation and change times by default, so the same data
+// written twice gave different bytes; without them a shard converted again from the same source is
+// the same file, checksum included. Every file, group and dataset we create uses one (a checkpoint
+// still differs by the time of writing it stores, and by the groups HDF5 makes for nested names).
+Handle untimed_creation(hid_t property_class);
+
 Handle create_file(const std::string& path);  // truncates
 // The same with file access properties `access` (the format version bounds, say).
 Handle create_file(const std::string& path, hid_t access);
