@@ -100,10 +100,7 @@ int run_bench(const BenchOptions& o) {
     double gradients_ready_at = 0;
   };
   std::optional<Queued> unread;
-  // Where the host waits inside a step anyway (the gradients' sum on several ranks, the fp16 loss
-  // scaler's check), a late read would leave the steps' times uneven (one step's time inside the next
-  // one's queueing) and buys nothing: each step is read at once there.
-  const bool late_reads = ranks == 1 && !trainer.loss_scaler().enabled();
+  const bool late_reads = trainer.late_reads_pay(ranks);  // else each step is read at once
   std::chrono::steady_clock::time_point last_read{};
   const auto read = [&](Queued& q) {
     const StepResult r = q.step.result();

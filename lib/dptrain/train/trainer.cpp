@@ -46,6 +46,10 @@ QueuedStep Trainer::queue_step(std::int64_t epoch, std::int64_t first_sample) {
   return queued;
 }
 
+bool Trainer::late_reads_pay(int ranks) const {
+  return ranks == 1 && !scaler_.enabled() && !net_.backend().device().is_cpu();
+}
+
 StepResult Trainer::evaluate_batch() {
   const PassContext ctx{false, config_.seed, 0, 0};
   net_.run_forward(ctx);

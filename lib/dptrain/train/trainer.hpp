@@ -52,6 +52,11 @@ class Trainer {
   // applied on a late reading: the loss scaler's finiteness check (fp16) still waits for the device.
   // The QueuedStep must not outlive the net's backend.
   QueuedStep queue_step(std::int64_t epoch, std::int64_t first_sample);
+  // Whether reading a step's score during the next step keeps the device busy: only where the host
+  // merely queues a step (a GPU) and waits for nothing inside it (one rank: no gradients' sum; no
+  // loss scaling: no finiteness check). Elsewhere a late read buys nothing and makes the steps' times
+  // uneven (one step's work timed inside the next one's queueing), so train and bench read at once.
+  bool late_reads_pay(int ranks) const;
   // Forward only, without training-only heads or dropout: for evaluation.
   StepResult evaluate_batch();
 

@@ -96,15 +96,9 @@ struct TrainingRun::State {
     double gradients_ready_at = 0;  // TrainingStack::gradients_ready_at() right after it was queued
   };
   std::optional<Unread> unread;
-  clock::time_point last_read;       // when the last score came back: a step's time starts no earlier
-  double last_step_seconds = 0;      // of the last step read
-  double previous_step_seconds = 0;  // of the one read before it
-  // What the next step will take, for the time limit: where the host waits inside a step (several
-  // ranks, fp16) a step read at once right after a late one covers only its tail, so the last two
-  // steps' mean, when that is longer.
-  double step_seconds_estimate() const {
-    return std::max(last_step_seconds, (last_step_seconds + previous_step_seconds) / 2);
-  }
+  clock::time_point last_read;   // when the last score came back: a step's time starts no earlier
+  double last_step_seconds = 0;  // of the last step read
+  bool late_reads = false;       // Trainer::late_reads_pay: else every step is read at once
   // Between step reports (every --log-every steps) at least a line every ten seconds (rank 0).
   std::optional<ProgressLine> step_progress;
 
@@ -196,6 +190,7 @@ void TrainingRun::State::start_up() {
                        " schedule decays after its warm-up; give fewer warm-up epochs or a longer run"));
   }
   stack->start_training(tc);
+  late_reads = stack->trainer().late_reads_pay(job->size());
   // The dataset by absolute path: `dptrain export` and `eval` read its manifest (normalisation, class
   // names) from wherever they are started.
   TrainingRunConfig stored = o;
@@ -399,7 +394,6 @@ StepResult TrainingRun::State::read_unread() {
   const clock::time_point now = clock::now();
   const double seconds = std::chrono::duration<double>(now - std::max(u.start, last_read)).count();
   last_read = now;
-  previous_step_seconds = last_step_seconds;
   last_step_seconds = seconds;
   DPTRAIN_CHECK(std::isfinite(r.loss), "the loss became ", r.loss, " at step ", u.step + 1,
                 "; lower --lr or check the data");
@@ -442,10 +436,10 @@ StepOutcome TrainingRun::step() {
   const bool last = step + 1 == s.total_steps;
   outcome.epoch_end = s.progress.epoch != s.batch.epoch;
   const bool reports = (step + 1) % s.o.log_every == 0 || last || outcome.epoch_end;
-  if (step == s.first_step || reports) outcome.result = s.read_unread();
+  if (step == s.first_step || reports || !s.late_reads) outcome.result = s.read_unread();
   // Every rank decides alike (after_step agrees), so every rank reads at the same steps.
   const RunCheckpoints::Next next =
-      s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(s.step_seconds_estimate()));
+      s.checkpoints->after_step(step + 1, last, s.seconds_before_next_stop(s.last_step_seconds));
   if (next != RunCheckpoints::Next::train && s.unread) outcome.result = s.read_unread();
   traced_step.finish();
   if (reports) s.log->report_window(s.batch.epoch, step + 1, outcome.result->learning_rate, s.stack->reducer().stats());
@@ -476,6 +470,8 @@ StepOutcome TrainingRun::step() {
   if (s.trace && (s.trace->is_last_step(step + 1) || finished())) s.write_trace();
   return outcome;
 }
+
+void TrainingRun::read_late_everywhere() { s_->late_reads = true; }
 
 bool TrainingRun::finished() const { return s_->stopped || s_->step >= s_->total_steps; }
 

@@ -44,6 +44,9 @@ class TrainingRun {
   StepOutcome step();
   // No step is left: the last one ran, or a stop was decided.
   bool finished() const;
+  // Reads a step's score during the next step even where that buys nothing (Trainer::late_reads_pay:
+  // the CPU, several ranks, fp16), so that a test can follow a GPU's order on the CPU.
+  void read_late_everywhere();
   // Collective: steps until finished(), then the summary; the process's exit code (0, or
   // ckpt::kExitPreempted when it stopped early after a checkpoint).
   int run();

@@ -60,7 +60,7 @@ TEST_CASE("bad schedules are refused", "[optim][schedule]") {
   c.kind = ScheduleKind::cosine;
   c.total_steps = 5;
   c.warmup_steps = 5;
-  CHECK_THROWS_WITH(LearningRateSchedule(c), Catch::Contains("total step count"));
+  CHECK_THROWS_WITH(LearningRateSchedule(c), Catch::Contains("not 5 in all and 5 of warm-up"));
   c.kind = ScheduleKind::step;
   c.milestones = {50, 20};
   CHECK_THROWS_WITH(LearningRateSchedule(c), Catch::Contains("increasing order"));

@@ -269,4 +269,6 @@ TEST_CASE("a queued step's score read after the next step is queued is the score
     CHECK(got[i].skipped == expected[i].skipped);
   }
   CHECK(expected.front().loss != expected.back().loss);  // the steps trained
+  // The CPU computes a step while queueing it: reading late buys nothing there.
+  CHECK_FALSE(late.late_reads_pay(1));
 }
