@@ -4,6 +4,7 @@
 #include "dptrain/core/duration.hpp"
 #include "dptrain/core/error.hpp"
 #include "dptrain/distributed/compute_threads.hpp"
+#include "dptrain/distributed/cpu_load_check.hpp"
 
 namespace dptrain::distributed {
 namespace {
@@ -25,6 +26,10 @@ Job::Job(const JobOptions& options, int visible_devices) : options_(recording_cr
   const MPI_Comm world = session_.active() ? MPI_COMM_WORLD : MPI_COMM_NULL;
   topology_ = discover_topology(world, options_.ranks_per_node, visible_devices, nullptr);
   launch_warnings_ = check_launch(topology_, gather_launches(world, local_launch(visible_devices)));
+  // On the CPU backend: OpenMP threads that would spin on an already busy machine.
+  if (visible_devices == 0) {
+    if (auto busy = check_cpu_load(topology_, local_cpu_load())) launch_warnings_.push_back(*busy);
+  }
   communicator_options_ = comm;
   communicator_ = make_communicator(topology_, comm);
   if (topology_.size() > 1) compute_threads_ = set_compute_threads(topology_);
