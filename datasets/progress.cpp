@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "dptrain/core/progress_line.hpp"
+
 namespace dptrain::datasets {
 
 std::string format_duration(double seconds) {
@@ -31,6 +33,7 @@ Progress::Progress(std::string what, std::int64_t total, bool enabled, bool term
       enabled_(enabled && total > 0),
       terminal_(terminal),
       out_(&out),
+      interval_(ProgressLine::interval_from_environment()),
       start_(std::chrono::steady_clock::now()),
       last_print_(start_) {}
 
@@ -49,7 +52,8 @@ void Progress::add(std::int64_t count) {
   const auto now = std::chrono::steady_clock::now();
   if (terminal_) {
     if (now - last_print_ >= std::chrono::milliseconds(200)) print(false);
-  } else if (done_ * 100 >= static_cast<std::int64_t>(next_percent_) * total_ && done_ < total_) {
+  } else if (done_ < total_ && (done_ * 100 >= static_cast<std::int64_t>(next_percent_) * total_ ||
+                                std::chrono::duration<double>(now - last_print_).count() >= interval_)) {
     print(false);
     while (next_percent_ <= 100 && done_ * 100 >= static_cast<std::int64_t>(next_percent_) * total_) next_percent_ += 5;
   }

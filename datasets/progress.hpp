@@ -1,7 +1,9 @@
 #pragma once
 // Progress of a long conversion on stderr. On a terminal: one line redrawn in place (bar, count,
 // rate, ETA) at most a few times a second. Otherwise (a Slurm log, a pipe): a plain line about every
-// 5%, because a log full of carriage returns is unreadable.
+// 5%, because a log full of carriage returns is unreadable, and at least one every ten seconds
+// (DPTRAIN_PROGRESS_SECONDS, as for training's progress lines: core/progress_line.hpp), since 5% of
+// ImageNet takes minutes.
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -33,6 +35,7 @@ class Progress {
   bool enabled_ = false, terminal_ = false, finished_ = false;
   std::ostream* out_;
   int next_percent_ = 5;  // the next plain line, when not on a terminal
+  double interval_;       // seconds: the longest wait between plain lines
   std::chrono::steady_clock::time_point start_, last_print_;
   std::mutex mutex_;
 };

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -361,6 +362,25 @@ TEST_CASE("progress: plain lines about every 5% when not on a terminal", "[data]
   CHECK(lines <= 21);
   CHECK(text.find('\r') == std::string::npos);
   CHECK(text.find("100/100") != std::string::npos);
+}
+
+TEST_CASE("progress: a plain line at least every interval, however slow the 5% marks", "[data][convert]") {
+  const char* saved = std::getenv("DPTRAIN_PROGRESS_SECONDS");
+  const std::string before = saved ? saved : "";
+  ::setenv("DPTRAIN_PROGRESS_SECONDS", "0", 1);  // every update is an interval late
+  std::ostringstream out;
+  {
+    datasets::Progress progress("converting", 1000, true, false, out);
+    for (int i = 0; i < 30; ++i) progress.add(1);  // 3%: no 5% mark reached
+  }
+  if (saved) {
+    ::setenv("DPTRAIN_PROGRESS_SECONDS", before.c_str(), 1);
+  } else {
+    ::unsetenv("DPTRAIN_PROGRESS_SECONDS");
+  }
+  const std::string text = out.str();
+  CHECK(std::count(text.begin(), text.end(), '\n') == 31);  // one per item, then the final line
+  CHECK(text.find("converting:   3% 30/1000") != std::string::npos);
 }
 
 TEST_CASE("synth writes an ImageNet-layout tree of real JPEGs", "[data][synth]") {
